@@ -1,0 +1,122 @@
+"""The one configuration loader: option > environment > config file > default.
+
+No other module reads ``os.environ``; everything asks :func:`load`.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import InvalidInput
+
+# key -> (environment variable, default); the defaults that depend on $HOME are filled in load().
+SETTINGS: dict[str, tuple[str, str | None]] = {
+    "wiki": ("MEMWIKI_DIR", None),
+    "embed": ("MEMWIKI_EMBED", "onnx"),
+    "embed_model_dir": ("MEMWIKI_EMBED_MODEL_DIR", None),
+    "git_token": ("MEMWIKI_GIT_TOKEN", None),
+    "bridging_run": ("MEMWIKI_BRIDGING_RUN", None),
+    "hook_budget_ms": ("MEMWIKI_HOOK_BUDGET_MS", "1500"),
+}
+
+# Host variables memwiki reads but does not own (hosts.md): they live here so that the
+# environment is still read in exactly one place.
+HOST_ENV = (
+    "CLAUDE_CONFIG_DIR",
+    "CLAUDE_CODE_SESSION_ID",
+    "CODEX_HOME",
+    "CURSOR_CONFIG_DIR",
+    "OPENCLAW_STATE_DIR",
+    "OPENCLAW_HOME",
+    "HERMES_HOME",
+    "HERMES_SESSION_ID",
+    "HOME",
+)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One resolved setting and where its value came from."""
+
+    key: str
+    value: str | None
+    source: str  # "option", "env:NAME", "file:PATH", "default"
+
+
+@dataclass(frozen=True)
+class Config:
+    """Resolved configuration for one process."""
+
+    settings: dict[str, Setting]
+    config_file: Path
+    host_env: dict[str, str] = field(default_factory=dict)
+    home: Path = field(default_factory=Path.home)
+
+    def get(self, key: str) -> str | None:
+        """The resolved value of a setting."""
+        return self.settings[key].value
+
+    @property
+    def wiki_path(self) -> Path:
+        """Where the wiki lives."""
+        return Path(self.get("wiki") or self.home / "memwiki").expanduser()
+
+    @property
+    def bridging_run(self) -> bool:
+        """True when the scheduled bridging wrapper started this process."""
+        return (self.get("bridging_run") or "") not in ("", "0", "false", "no")
+
+
+def config_file_path(environ: dict[str, str]) -> Path:
+    """~/.config/memwiki/config.toml, honouring XDG_CONFIG_HOME."""
+    base = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".config")
+    return Path(base) / "memwiki" / "config.toml"
+
+
+def _read_file(path: Path) -> dict[str, object]:
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{path}: invalid config file: {exc}") from None
+    return data
+
+
+def load(options: dict[str, str | None] | None = None, environ: dict[str, str] | None = None) -> Config:
+    """Resolve every setting from options, the environment, the config file and defaults."""
+    options = options or {}
+    env = dict(os.environ if environ is None else environ)
+    home = Path(env.get("HOME") or Path.home())
+    cfg_path = config_file_path(env)
+    file_values = _read_file(cfg_path)
+    settings: dict[str, Setting] = {}
+    for key, (var, default) in SETTINGS.items():
+        if options.get(key) is not None:
+            settings[key] = Setting(key, str(options[key]), "option")
+        elif env.get(var):
+            settings[key] = Setting(key, env[var], f"env:{var}")
+        elif key in file_values:
+            settings[key] = Setting(key, str(file_values[key]), f"file:{cfg_path}")
+        else:
+            value = str(home / "memwiki") if key == "wiki" else default
+            settings[key] = Setting(key, value, "default")
+    host_env = {k: env[k] for k in HOST_ENV if k in env}
+    return Config(settings=settings, config_file=cfg_path, host_env=host_env, home=home)
+
+
+def write_file_setting(config: Config, key: str, value: str) -> Path:
+    """Set one key in the user's config file (used by `memwiki clone`)."""
+    path = config.config_file
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    lines = [ln for ln in lines if not ln.split("=", 1)[0].strip() == key]
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    lines.insert(0, f'{key} = "{escaped}"')
+    path.parent.mkdir(parents=True, exist_ok=True)
+    from .fsutil import atomic_write_text
+
+    atomic_write_text(path, "\n".join(lines) + "\n")
+    return path

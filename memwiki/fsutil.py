@@ -1,0 +1,62 @@
+"""Atomic writes and path safety: the two things every writer in memwiki needs."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from .errors import InvalidInput
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write data to path atomically: temp file in the same directory, fsync, rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Atomic write of UTF-8 text."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def safe_join(root: Path, *parts: str) -> Path:
+    """root/parts, refusing absolute parts, '..', and symlinks that lead outside root."""
+    root = Path(root).resolve()
+    for part in parts:
+        if not part or part.startswith(("/", "\\")) or Path(part).is_absolute():
+            raise InvalidInput(f"refused path {part!r}: absolute or empty paths are not allowed")
+        if ".." in Path(part).parts or "\x00" in part:
+            raise InvalidInput(f"refused path {part!r}: '..' would escape the wiki")
+    candidate = root.joinpath(*parts)
+    resolved = candidate.resolve()
+    if resolved != root and root not in resolved.parents:
+        raise InvalidInput(f"refused path {'/'.join(parts)!r}: it leads outside the wiki")
+    return candidate

@@ -1,0 +1,1 @@
+"""Text templates shipped with memwiki (job instructions, instruction blocks, skeletons)."""
