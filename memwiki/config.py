@@ -72,7 +72,9 @@ class Config:
 
 def config_file_path(environ: dict[str, str]) -> Path:
     """~/.config/memwiki/config.toml, honouring XDG_CONFIG_HOME."""
-    base = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".config")
+    base = environ.get("XDG_CONFIG_HOME") or str(
+        Path(environ.get("HOME") or Path.home()) / ".config"
+    )
     return Path(base) / "memwiki" / "config.toml"
 
 
@@ -86,7 +88,9 @@ def _read_file(path: Path) -> dict[str, object]:
     return data
 
 
-def load(options: dict[str, str | None] | None = None, environ: dict[str, str] | None = None) -> Config:
+def load(
+    options: dict[str, str | None] | None = None, environ: dict[str, str] | None = None
+) -> Config:
     """Resolve every setting from options, the environment, the config file and defaults."""
     options = options or {}
     env = dict(os.environ if environ is None else environ)
@@ -112,7 +116,7 @@ def write_file_setting(config: Config, key: str, value: str) -> Path:
     """Set one key in the user's config file (used by `memwiki clone`)."""
     path = config.config_file
     lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
-    lines = [ln for ln in lines if not ln.split("=", 1)[0].strip() == key]
+    lines = [ln for ln in lines if ln.split("=", 1)[0].strip() != key]
     escaped = value.replace("\\", "\\\\").replace('"', '\\"')
     lines.insert(0, f'{key} = "{escaped}"')
     path.parent.mkdir(parents=True, exist_ok=True)

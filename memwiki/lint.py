@@ -1,0 +1,71 @@
+"""Lint: every problem in a wiki's files, as `path:line: message`."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from . import recallfile as rfmod
+from .recallfile import Problem
+
+if TYPE_CHECKING:
+    from .wiki import Wiki
+
+
+def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
+    """Validate RecallFiles (all, or only the given relative paths) and the wiki's layout."""
+    problems: list[Problem] = []
+    by_name: dict[tuple[str, str], list[str]] = defaultdict(list)
+    wanted = set(paths) if paths is not None else None
+    for track, path in wiki.iter_paths():
+        rel = str(path.relative_to(wiki.root))
+        by_name[(track, path.stem.lower())].append(rel)
+        if wanted is not None and rel not in wanted:
+            continue
+        try:
+            rf = rfmod.read(path, track, rel)
+        except rfmod.InvalidRecallFile as exc:
+            problems.extend(exc.problems)
+            continue
+        except OSError as exc:
+            problems.append(Problem(rel, 1, f"cannot read: {exc.strerror}"))
+            continue
+        if "conflict_of" in rf.extra:
+            problems.append(
+                Problem(
+                    rel,
+                    1,
+                    f"unresolved conflict copy of {rf.extra['conflict_of']}: "
+                    "merge what you want to keep into it, then delete this file",
+                )
+            )
+    for (track, _), rels in sorted(by_name.items()):
+        if len(rels) > 1 and (wanted is None or wanted & set(rels)):
+            for rel in rels[1:]:
+                problems.append(
+                    Problem(rel, 1, f"duplicate name in track {track!r}: also {rels[0]}")
+                )
+    if wanted is None:
+        problems.extend(_stray_files(wiki))
+    return sorted(problems, key=lambda p: (p.path, p.line))
+
+
+def _stray_files(wiki: Wiki) -> list[Problem]:
+    """Markdown files at the wiki root that look like RecallFiles but belong to no track."""
+    out = []
+    for path in sorted(wiki.root.glob("*.md")):
+        try:
+            head = path.read_bytes()[:4096].decode("utf-8", "replace")
+        except OSError:
+            continue
+        parts = rfmod.split_frontmatter(head)
+        if parts and "name:" in parts[0] and "description:" in parts[0]:
+            out.append(
+                Problem(
+                    path.name,
+                    1,
+                    "looks like a RecallFile but is outside any track: "
+                    "move it into memory/ or skill/",
+                )
+            )
+    return out

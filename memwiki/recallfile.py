@@ -1,0 +1,343 @@
+"""RecallFiles: parse, validate and render markdown files with YAML frontmatter.
+
+A rewrite keeps every byte it does not have to change: unknown frontmatter keys
+stay exactly as the person (or Obsidian) wrote them, and the body is never
+reflowed. Only the blocks of known keys whose values changed are re-rendered.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import InvalidInput
+
+SLUG_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+MAX_NAME = 80
+KNOWN_KEYS = ("name", "description", "tags", "created", "updated", "sources")
+_KEY_LINE = re.compile(r"^([^\s#:][^:]*):(\s|$)")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One validation problem, reported as `path:line: message`."""
+
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+    def to_dict(self) -> dict:
+        """JSON form."""
+        return {"path": self.path, "line": self.line, "message": self.message}
+
+
+class InvalidRecallFile(InvalidInput):
+    """A file that is not a valid RecallFile; carries every problem found."""
+
+    def __init__(self, problems: list[Problem]):
+        super().__init__(
+            str(problems[0]) + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else "")
+        )
+        self.problems = problems
+
+
+@dataclass
+class RecallFile:
+    """One memory or skill file: frontmatter fields plus the markdown body."""
+
+    track: str
+    name: str
+    description: str
+    body: str = ""
+    tags: list[str] = field(default_factory=list)
+    created: str | None = None
+    updated: str | None = None
+    sources: list[str] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+    # The frontmatter text as read from disk; a rewrite edits it in place.
+    raw_frontmatter: str | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def path(self) -> str:
+        """Path relative to the wiki root."""
+        return f"{self.track}/{self.name}.md"
+
+    def to_dict(self, with_body: bool = True) -> dict:
+        """JSON form."""
+        data = {
+            "track": self.track,
+            "name": self.name,
+            "path": self.path,
+            "description": self.description,
+            "tags": list(self.tags),
+            "created": self.created,
+            "updated": self.updated,
+            "sources": list(self.sources),
+        }
+        if self.extra:
+            data["extra"] = _jsonable(self.extra)
+        if with_body:
+            data["body"] = self.body
+        return data
+
+
+def check_slug(value: str, what: str = "name") -> str:
+    """Return value if it is a valid slug, else raise InvalidInput."""
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(f"{what} is missing")
+    if len(value) > MAX_NAME:
+        raise InvalidInput(f"{what} {value[:40]!r}… is longer than {MAX_NAME} characters")
+    if not SLUG_RE.match(value):
+        raise InvalidInput(
+            f"{what} {value!r} is not a slug (lowercase letters, digits and single hyphens)"
+        )
+    return value
+
+
+def now_iso() -> str:
+    """The current UTC time as 2026-11-02T10:14:00Z."""
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _timestamp(value) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC)
+        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dt.date | dt.datetime):
+        return _timestamp(value)
+    return value
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def split_frontmatter(text: str) -> tuple[str, str, int] | None:
+    """Split into (frontmatter text, body, body's first line number); None without frontmatter."""
+    if not (text.startswith("---\n") or text.startswith("---\r\n")):
+        return None
+    lines = text.splitlines(keepends=True)
+    for i in range(1, len(lines)):
+        if lines[i].rstrip("\r\n") in ("---", "..."):
+            return "".join(lines[1:i]), "".join(lines[i + 1 :]), i + 2
+    return None
+
+
+def decode(data: bytes, path: str) -> str:
+    """Decode UTF-8 or raise InvalidRecallFile naming the line of the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InvalidRecallFile([Problem(path, line, "not valid UTF-8 text")]) from None
+
+
+def parse(text: str | bytes, track: str, stem: str, path: str | None = None) -> RecallFile:
+    """Parse and validate a RecallFile's text; raises InvalidRecallFile with every problem."""
+    import yaml  # imported here: the retrieval hot path reads no frontmatter when nothing changed
+
+    path = path or f"{track}/{stem}.md"
+    if isinstance(text, bytes):
+        if b"\x00" in text[:8192]:
+            raise InvalidRecallFile([Problem(path, 1, "binary file, not markdown")])
+        text = decode(text, path)
+    if not text.strip():
+        raise InvalidRecallFile([Problem(path, 1, "empty file")])
+    parts = split_frontmatter(text)
+    if parts is None:
+        msg = "missing frontmatter: the file must start with a '---' line and close it with '---'"
+        raise InvalidRecallFile([Problem(path, 1, msg)])
+    fm_text, body, _ = parts
+    try:
+        data = yaml.safe_load(fm_text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 2 if mark is not None else 2
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise InvalidRecallFile(
+            [Problem(path, line, f"invalid YAML in frontmatter: {problem}")]
+        ) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InvalidRecallFile(
+            [Problem(path, 2, "frontmatter is not a mapping of keys to values")]
+        )
+    problems = _validate_fields(data, fm_text, track, stem, path)
+    if problems:
+        raise InvalidRecallFile(problems)
+    extra = {k: v for k, v in data.items() if k not in KNOWN_KEYS}
+    return RecallFile(
+        track=track,
+        name=data["name"],
+        description=data["description"].strip(),
+        body=body,
+        tags=[str(t) for t in data.get("tags") or []],
+        created=_timestamp(data.get("created")),
+        updated=_timestamp(data.get("updated")),
+        sources=[str(s) for s in data.get("sources") or []],
+        extra=extra,
+        raw_frontmatter=fm_text,
+    )
+
+
+def _key_line(fm_text: str, key: str) -> int:
+    for i, line in enumerate(fm_text.splitlines()):
+        m = _KEY_LINE.match(line)
+        if m and m.group(1).strip() == key:
+            return i + 2
+    return 2
+
+
+def _validate_fields(data: dict, fm_text: str, track: str, stem: str, path: str) -> list[Problem]:
+    problems: list[Problem] = []
+
+    def add(key: str, message: str) -> None:
+        problems.append(Problem(path, _key_line(fm_text, key), message))
+
+    name = data.get("name")
+    if name is None or name == "":
+        add("name", "missing 'name' in frontmatter")
+    elif not isinstance(name, str):
+        add("name", "'name' must be a string")
+    else:
+        try:
+            check_slug(name)
+        except InvalidInput as exc:
+            add("name", exc.message)
+        else:
+            if name != stem:
+                add("name", f"name {name!r} does not match the file name {stem!r}")
+    desc = data.get("description")
+    if desc is None or (isinstance(desc, str) and not desc.strip()):
+        add("description", "missing 'description' in frontmatter")
+    elif not isinstance(desc, str):
+        add("description", "'description' must be a string")
+    elif "\n" in desc.strip():
+        add("description", "'description' must be one line")
+    for key in ("tags", "sources"):
+        value = data.get(key)
+        if value is not None and not (
+            isinstance(value, list) and all(isinstance(v, str | int | float) for v in value)
+        ):
+            add(key, f"'{key}' must be a list of strings")
+    for key in ("created", "updated"):
+        value = data.get(key)
+        if value is not None and not isinstance(value, str | dt.date | dt.datetime):
+            add(key, f"'{key}' must be a timestamp like 2026-11-02T10:14:00Z")
+    return problems
+
+
+# -------------------------------------------------------------- rendering
+
+
+def _render_value(key: str, value) -> str:
+    import yaml
+
+    if key in ("created", "updated") and isinstance(value, str) and _ISO_Z.match(value):
+        return f"{key}: {value}\n"
+    if isinstance(value, list):
+        # Obsidian-style inline list: tags: [release, billing]
+        inline = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10**6)
+        return f"{key}: {inline.strip()}\n"
+    return yaml.safe_dump({key: value}, allow_unicode=True, sort_keys=False, width=10**6)
+
+
+_ISO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+def _known_values(rf: RecallFile) -> dict:
+    values = {"name": rf.name, "description": rf.description}
+    if rf.tags:
+        values["tags"] = list(rf.tags)
+    if rf.created:
+        values["created"] = rf.created
+    if rf.updated:
+        values["updated"] = rf.updated
+    if rf.sources:
+        values["sources"] = list(rf.sources)
+    return values
+
+
+def _blocks(fm_text: str) -> list[tuple[str | None, str]]:
+    """Cut frontmatter into top-level key blocks (key, text); comments stay with their block."""
+    blocks: list[tuple[str | None, str]] = []
+    for line in fm_text.splitlines(keepends=True):
+        m = _KEY_LINE.match(line)
+        if m:
+            blocks.append((m.group(1).strip(), line))
+        elif blocks:
+            key, text = blocks[-1]
+            blocks[-1] = (key, text + line)
+        else:
+            blocks.append((None, line))
+    return blocks
+
+
+def render(rf: RecallFile) -> str:
+    """Render a RecallFile to text, editing the original frontmatter in place when there is one."""
+    import yaml
+
+    known = _known_values(rf)
+    if rf.raw_frontmatter is None:
+        fm = "".join(_render_value(k, v) for k, v in known.items())
+        if rf.extra:
+            fm += yaml.safe_dump(
+                _jsonable(rf.extra), allow_unicode=True, sort_keys=False, width=10**6
+            )
+    else:
+        fm = _edit_frontmatter(rf.raw_frontmatter, known)
+    return f"---\n{fm}---\n{rf.body}"
+
+
+def _edit_frontmatter(raw: str, known: dict) -> str:
+    import yaml
+
+    try:
+        old = yaml.safe_load(raw) or {}
+    except yaml.YAMLError:
+        old = {}
+    out: list[str] = []
+    seen: set[str] = set()
+    for key, text in _blocks(raw):
+        if key in KNOWN_KEYS:
+            seen.add(key)
+            if key not in known:
+                continue  # the caller cleared it
+            old_value = old.get(key)
+            if key in ("created", "updated"):
+                old_value = _timestamp(old_value)
+            elif key in ("tags", "sources") and isinstance(old_value, list):
+                old_value = [str(v) for v in old_value]
+            elif key == "description" and isinstance(old_value, str):
+                old_value = old_value.strip()
+            out.append(text if old_value == known[key] else _render_value(key, known[key]))
+        else:
+            out.append(text)
+    if out and not out[-1].endswith("\n"):
+        out[-1] += "\n"
+    out.extend(_render_value(k, v) for k, v in known.items() if k not in seen)
+    return "".join(out)
+
+
+def read(path: Path, track: str, rel: str | None = None) -> RecallFile:
+    """Read and parse a RecallFile from disk."""
+    path = Path(path)
+    return parse(path.read_bytes(), track=track, stem=path.stem, path=rel or str(path))

@@ -1,0 +1,380 @@
+"""The wiki: a git repository of RecallFiles, and the library API over it."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import recallfile as rfmod
+from .errors import InvalidInput, NotFound, StateError
+from .fsutil import atomic_write_text, safe_join
+from .lock import FileLock
+from .recallfile import Problem, RecallFile, check_slug
+
+SIDECAR = ".memwiki"
+TRACKS = ("memory", "skill")
+GITIGNORE_LINE = "/.memwiki/"
+PAYLOAD_KEYS = {"name", "track", "description", "content", "tags", "sources", "created", "updated"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A RecallFile as listed: enough to show it without reading its body."""
+
+    track: str
+    name: str
+    description: str
+    tags: list[str]
+    updated: str | None
+    path: str
+
+    def to_dict(self) -> dict:
+        """JSON form."""
+        return {
+            "track": self.track,
+            "name": self.name,
+            "path": self.path,
+            "description": self.description,
+            "tags": self.tags,
+            "updated": self.updated,
+        }
+
+
+@dataclass
+class Page:
+    """One page of list_recall_files, plus the files that could not be read."""
+
+    items: list[Entry]
+    next_cursor: str | None
+    skipped: list[Problem] = field(default_factory=list)
+
+
+@dataclass
+class CommitResult:
+    """What a commit wrote."""
+
+    commit: str | None
+    created: list[str]
+    updated: list[str]
+    deleted: list[str]
+
+    def to_dict(self) -> dict:
+        """JSON form."""
+        return {
+            "commit": self.commit,
+            "created": self.created,
+            "updated": self.updated,
+            "deleted": self.deleted,
+        }
+
+
+def _encode_cursor(track: str, name: str) -> str:
+    raw = json.dumps([track, name]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        track, name = json.loads(raw)
+        return str(track), str(name)
+    except (ValueError, TypeError):
+        raise InvalidInput(
+            f"invalid cursor {cursor!r}: pass a next_cursor from a previous page"
+        ) from None
+
+
+class Wiki:
+    """A memwiki wiki rooted at a git work tree."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root).resolve()
+        self._repo = None
+
+    # ------------------------------------------------------------ set-up
+
+    @classmethod
+    def init(cls, path: Path, force: bool = False) -> tuple[Wiki, bool]:
+        """Create a wiki (git init, tracks, .gitignore, README, first commit); (wiki, created)."""
+        import pygit2
+
+        path = Path(path).expanduser()
+        path.mkdir(parents=True, exist_ok=True)
+        root = path.resolve()
+        if (root / ".git").exists():
+            wiki = cls(root)
+            changed = wiki._ensure_layout()
+            if changed:
+                from . import gitstore
+
+                gitstore.commit_all(wiki.repo, "memwiki: complete the wiki layout\n")
+            return wiki, changed
+        from . import gitstore
+
+        outer = gitstore.find_enclosing_repo(root)
+        if outer is not None and not force:
+            raise StateError(
+                f"{root} is inside the git repository {outer}; choose another place or pass --force"
+            )
+        pygit2.init_repository(str(root), initial_head="main")
+        wiki = cls(root)
+        wiki._ensure_layout()
+        gitstore.commit_all(wiki.repo, "memwiki: initialise the wiki\n")
+        return wiki, True
+
+    def _ensure_layout(self) -> bool:
+        from importlib.resources import files
+
+        changed = False
+        for track in TRACKS:
+            keep = self.root / track / ".gitkeep"
+            if not (self.root / track).is_dir():
+                keep.parent.mkdir(parents=True, exist_ok=True)
+                keep.write_text("")
+                changed = True
+        gi = self.root / ".gitignore"
+        text = gi.read_text(encoding="utf-8") if gi.exists() else ""
+        if GITIGNORE_LINE not in text.splitlines():
+            sep = "" if not text or text.endswith("\n") else "\n"
+            atomic_write_text(gi, text + sep + GITIGNORE_LINE + "\n")
+            changed = True
+        readme = self.root / "README.md"
+        if not readme.exists():
+            atomic_write_text(
+                readme, (files("memwiki.templates") / "wiki" / "README.md").read_text()
+            )
+            changed = True
+        return changed
+
+    @classmethod
+    def open(cls, path: Path | None = None, config=None) -> Wiki:
+        """Open an existing wiki (path, else the configured one)."""
+        if path is None:
+            from .config import load
+
+            path = (config or load()).wiki_path
+        root = Path(path).expanduser()
+        if not (root / ".git").exists():
+            raise NotFound(f"no wiki at {root}: run `memwiki init {root}` or pass --wiki PATH")
+        return cls(root)
+
+    @property
+    def repo(self):
+        """The pygit2 repository (opened on first use)."""
+        if self._repo is None:
+            from . import gitstore
+
+            self._repo = gitstore.open_repo(self.root)
+        return self._repo
+
+    @property
+    def sidecar(self) -> Path:
+        """The git-ignored .memwiki/ directory."""
+        return self.root / SIDECAR
+
+    def write_lock(self) -> FileLock:
+        """The lock every writer of wiki files and commits takes."""
+        return FileLock(self.sidecar / "wiki.lock", timeout=60)
+
+    # ----------------------------------------------------------- reading
+
+    def path_of(self, track: str, name: str) -> Path:
+        """The file path of track/name, refusing anything that would escape the wiki."""
+        check_slug(track, "track")
+        check_slug(name)
+        return safe_join(self.root, track, f"{name}.md")
+
+    def iter_paths(self, track: str | None = None) -> Iterator[tuple[str, Path]]:
+        """Every markdown file in a track folder, as (track, path), sorted; dot-folders skipped."""
+        tops = [track] if track else sorted(p.name for p in self.root.iterdir() if p.is_dir())
+        for top in tops:
+            if top.startswith(".") or not (self.root / top).is_dir():
+                continue
+            for path in sorted((self.root / top).rglob("*.md")):
+                rel = path.relative_to(self.root)
+                if any(part.startswith(".") for part in rel.parts):
+                    continue
+                if path.is_symlink() and not _inside(path, self.root):
+                    continue
+                yield top, path
+
+    def get(self, track: str, name: str) -> RecallFile:
+        """Read one RecallFile."""
+        path = self.path_of(track, name)
+        if not path.is_file():
+            raise NotFound(f"no RecallFile {track}/{name}")
+        return rfmod.read(path, track, f"{track}/{name}.md")
+
+    def list_recall_files(
+        self, track: str | None = None, cursor: str | None = None, limit: int = 100
+    ) -> Page:
+        """One page of RecallFiles ordered by (track, name), with an opaque next_cursor."""
+        if limit < 1:
+            raise InvalidInput("limit must be at least 1")
+        after = _decode_cursor(cursor) if cursor else None
+        items: list[Entry] = []
+        skipped: list[Problem] = []
+        keyed = sorted(((t, p.stem), p) for t, p in self.iter_paths(track))
+        next_cursor = None
+        last: tuple[str, str] | None = None
+        for key, path in keyed:
+            if after is not None and key <= after:
+                continue
+            if len(items) == limit and last is not None:
+                next_cursor = _encode_cursor(*last)
+                break
+            rel = str(path.relative_to(self.root))
+            try:
+                rf = rfmod.read(path, key[0], rel)
+            except rfmod.InvalidRecallFile as exc:
+                skipped.extend(exc.problems)
+                continue
+            except OSError as exc:
+                skipped.append(Problem(rel, 1, f"cannot read: {exc.strerror}"))
+                continue
+            items.append(Entry(rf.track, rf.name, rf.description, rf.tags, rf.updated, rel))
+            last = key
+        return Page(items, next_cursor, skipped)
+
+    # ----------------------------------------------------------- writing
+
+    def _prepare(self, rf: RecallFile) -> tuple[Path, str, bool]:
+        """Validate rf, merge it over the file on disk, and return (path, text, created)."""
+        path = self.path_of(rf.track, rf.name)
+        if not isinstance(rf.description, str) or not rf.description.strip():
+            raise InvalidInput(f"{rf.track}/{rf.name}: description is missing")
+        if "\n" in rf.description.strip():
+            raise InvalidInput(f"{rf.track}/{rf.name}: description must be one line")
+        existing = None
+        if path.exists():
+            try:
+                existing = rfmod.read(path, rf.track)
+            except rfmod.InvalidRecallFile:
+                existing = None  # rewritten whole: the caller supplied a complete file
+        if existing is not None and rf.raw_frontmatter is None:
+            rf.raw_frontmatter = existing.raw_frontmatter
+            rf.extra = {**existing.extra, **rf.extra}
+        rf.created = rf.created or (existing.created if existing else None) or rfmod.now_iso()
+        text = rfmod.render(rf)
+        if existing is not None and text == rfmod.render(existing):
+            return path, text, False  # unchanged: leave 'updated' alone
+        rf.updated = rfmod.now_iso()
+        text = rfmod.render(rf)
+        # Whatever we write must read back as the same file.
+        rfmod.parse(text, rf.track, rf.name)
+        return path, text, existing is None and not path.exists()
+
+    def put(self, rf: RecallFile) -> bool:
+        """Create or update one RecallFile on disk (no commit); True when it was created."""
+        with self.write_lock():
+            path, text, created = self._prepare(rf)
+            atomic_write_text(path, text)
+        return created
+
+    def delete(self, track: str, name: str) -> None:
+        """Delete one RecallFile from disk (no commit)."""
+        path = self.path_of(track, name)
+        if not path.is_file():
+            raise NotFound(f"no RecallFile {track}/{name}")
+        with self.write_lock():
+            path.unlink()
+
+    def commit_results(self, recall_files: list[dict], message: str | None = None) -> CommitResult:
+        """Validate all files, write them, and make one commit (all or nothing)."""
+        if not isinstance(recall_files, list) or not recall_files:
+            raise InvalidInput("recall_files must be a non-empty list")
+        parsed = [self._from_payload(i, item) for i, item in enumerate(recall_files)]
+        seen = set()
+        for rf in parsed:
+            if rf.path in seen:
+                raise InvalidInput(f"{rf.path} appears twice in recall_files")
+            seen.add(rf.path)
+        with self.write_lock():
+            prepared = []
+            for i, rf in enumerate(parsed):
+                try:
+                    prepared.append(self._prepare(rf))
+                except InvalidInput as exc:
+                    raise InvalidInput(f"recall_files[{i}]: {exc.message}") from None
+            for path, text, _ in prepared:
+                atomic_write_text(path, text)
+            return self._commit_locked(message)
+
+    def _from_payload(self, index: int, item) -> RecallFile:
+        where = f"recall_files[{index}]"
+        if not isinstance(item, dict):
+            raise InvalidInput(f"{where}: must be an object")
+        unknown = sorted(set(item) - PAYLOAD_KEYS)
+        if unknown:
+            raise InvalidInput(f"{where}: unknown field {unknown[0]!r}")
+        for key in ("track", "name", "description"):
+            if not isinstance(item.get(key), str) or not item[key].strip():
+                raise InvalidInput(f"{where}.{key}: missing or not a string")
+        try:
+            check_slug(item["track"], "track")
+            check_slug(item["name"])
+        except InvalidInput as exc:
+            raise InvalidInput(f"{where}: {exc.message}") from None
+        content = item.get("content", "")
+        if not isinstance(content, str):
+            raise InvalidInput(f"{where}.content: must be a string")
+        for key in ("tags", "sources"):
+            value = item.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise InvalidInput(f"{where}.{key}: must be a list of strings")
+        if "\n" in item["description"].strip():
+            raise InvalidInput(f"{where}.description: must be one line")
+        return RecallFile(
+            track=item["track"],
+            name=item["name"],
+            description=item["description"].strip(),
+            body=content if content.endswith("\n") or not content else content + "\n",
+            tags=list(item.get("tags", [])),
+            sources=list(item.get("sources", [])),
+            created=item.get("created"),
+        )
+
+    def commit(self, message: str | None = None) -> CommitResult:
+        """Commit every change in the work tree, hand edits included."""
+        with self.write_lock():
+            return self._commit_locked(message)
+
+    def _commit_locked(self, message: str | None) -> CommitResult:
+        from . import gitstore
+
+        oid, changes = gitstore.commit_all(self.repo, message)
+        groups: dict[str, list[str]] = {"created": [], "updated": [], "deleted": []}
+        for c in changes:
+            groups[c.status].append(c.path)
+        return CommitResult(oid, groups["created"], groups["updated"], groups["deleted"])
+
+    def log(self, track: str | None = None, name: str | None = None, limit: int = 20):
+        """Commits touching the wiki, or one RecallFile, newest first."""
+        path = None
+        if name is not None:
+            path = str(self.path_of(track or "memory", name).relative_to(self.root))
+        from . import gitstore
+
+        return gitstore.log(self.repo, path, limit)
+
+    def lint(self) -> list[Problem]:
+        """Every problem in the wiki's files (see memwiki.lint)."""
+        from .lint import lint_wiki
+
+        return lint_wiki(self)
+
+    # ----------------------------------------------------------- retrieval
+
+    def retrieve(self, query: str, **options):
+        """Hybrid retrieval over the wiki (see memwiki.index.search.retrieve)."""
+        from .index.search import retrieve
+
+        return retrieve(self, query, **options)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    resolved = path.resolve()
+    return resolved == root or root in resolved.parents
