@@ -282,6 +282,22 @@ class Wiki:
         with self.write_lock():
             path.unlink()
 
+    def save(self, rf: RecallFile, message: str | None = None) -> CommitResult:
+        """Create or update one RecallFile and commit it."""
+        with self.write_lock():
+            path, text, _ = self._prepare(rf)
+            atomic_write_text(path, text)
+            return self._commit_locked(message or f"memwiki: save {rf.track}/{rf.name}\n")
+
+    def remove(self, track: str, name: str, message: str | None = None) -> CommitResult:
+        """Delete one RecallFile and commit the deletion."""
+        path = self.path_of(track, name)
+        with self.write_lock():
+            if not path.is_file():
+                raise NotFound(f"no RecallFile {track}/{name}")
+            path.unlink()
+            return self._commit_locked(message or f"memwiki: delete {track}/{name}\n")
+
     def commit_results(self, recall_files: list[dict], message: str | None = None) -> CommitResult:
         """Validate all files, write them, and make one commit (all or nothing)."""
         if not isinstance(recall_files, list) or not recall_files:

@@ -1,0 +1,33 @@
+# memwiki developer entry points. Everything runs inside .venv, created on demand.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEMO_DIR ?= $(shell mktemp -d 2>/dev/null || echo /tmp/memwiki-demo)/demo-wiki
+LOCOMO ?= ../shared/eval/locomo
+
+.PHONY: demo test bench lint format clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	@bash examples/demo.sh "$(DEMO_DIR)"
+
+test: $(STAMP)
+	$(BIN)/pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.run --locomo "$(LOCOMO)"
+
+lint: $(STAMP)
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format . && $(BIN)/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache

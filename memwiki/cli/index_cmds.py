@@ -1,0 +1,106 @@
+"""Commands over the sidecar index: retrieve, reindex, doctor, eval."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from .app import app, config, emit_json, open_wiki
+
+JSON = typer.Option(False, "--json", help="Print JSON (schema in docs/reference.md).")
+
+
+@app.command()
+def retrieve(
+    query: str = typer.Argument(..., help="What to look for, in plain words."),
+    k: int = typer.Option(5, "-k", help="At most K files."),
+    track: str = typer.Option(None, "--track", help="Only this track (memory, skill, ...)."),
+    budget: int = typer.Option(1500, "--budget", help="Token budget for all sections together."),
+    mode: str = typer.Option("hybrid", "--mode", help="hybrid, bm25 or vector."),
+    as_json: bool = JSON,
+    files: bool = typer.Option(False, "--files", help="Print only the paths of the files found."),
+) -> None:
+    """Find the memory and skills relevant to a query (markdown block for agents)."""
+    wiki = open_wiki()
+    result = wiki.retrieve(query, k=k, track=track, budget=budget, mode=mode, config=config())
+    if as_json:
+        emit_json(result.to_dict())
+    elif files:
+        for path in result.paths():
+            print(path)
+    else:
+        sys.stdout.write(result.to_markdown())
+
+
+@app.command()
+def reindex(
+    full: bool = typer.Option(
+        False, "--full", help="Rebuild from scratch (vectors come from the cache)."
+    ),
+    as_json: bool = JSON,
+) -> None:
+    """Bring the sidecar index up to date (or rebuild it)."""
+    from ..index.indexer import Index
+
+    index = Index(open_wiki(), config())
+    report = index.update(full=full)
+    data = {
+        "full": report.full,
+        "indexed": len(report.indexed),
+        "removed": len(report.removed),
+        "embedded": report.embedded,
+        "problems": [{"path": p, "message": m} for p, m in sorted(report.problems.items())],
+    }
+    if as_json:
+        emit_json(data)
+    else:
+        kind = "rebuilt" if report.full else "updated"
+        print(
+            f"index {kind}: {data['indexed']} files indexed, {data['removed']} removed, {report.embedded} items embedded"
+        )
+
+
+@app.command()
+def doctor(as_json: bool = JSON) -> None:
+    """Check the wiki, git, the index and the embedder, and run one live retrieval (exit 1 if broken)."""
+    from ..doctor import run_checks
+
+    checks = run_checks(config())
+    if as_json:
+        emit_json({"ok": all(c.ok for c in checks), "checks": [c.to_dict() for c in checks]})
+    else:
+        for c in checks:
+            print(f"{'ok  ' if c.ok else 'FAIL'}  {c.name:<10} {c.detail}")
+    if not all(c.ok for c in checks):
+        raise typer.Exit(1)
+
+
+@app.command("eval")
+def eval_(
+    queries: Path = typer.Argument(
+        ..., help='JSONL: {"query": ..., "relevant": ["memory/x.md"]} per line.'
+    ),
+    k: int = typer.Option(5, "--k", "-k", help="Cut-off for R@k."),
+    mode: str = typer.Option(
+        "bm25,vector,hybrid", "--mode", help="Comma-separated modes, run side by side."
+    ),
+    as_json: bool = JSON,
+) -> None:
+    """Measure retrieval quality and latency on a query set (R@k-any, R@k-all, MRR, nDCG@10)."""
+    from ..evaluate import evaluate, load_queries
+
+    modes = [m.strip() for m in mode.split(",") if m.strip()]
+    reports = evaluate(open_wiki(), load_queries(queries), modes, k=k, config=config())
+    if as_json:
+        emit_json({"k": k, "modes": [r.to_dict() for r in reports]})
+        return
+    print(
+        f"{'mode':<8} {'queries':>7} {f'R@{k}-any':>9} {f'R@{k}-all':>9} {'MRR':>6} {'nDCG@10':>8} {'p50 ms':>7} {'p95 ms':>7}"
+    )
+    for r in reports:
+        print(
+            f"{r.mode:<8} {r.queries:>7} {r.recall_any:>9.3f} {r.recall_all:>9.3f} {r.mrr:>6.3f} "
+            f"{r.ndcg10:>8.3f} {r.latency_median_ms:>7.1f} {r.latency_p95_ms:>7.1f}"
+        )

@@ -1,0 +1,263 @@
+"""Commands over the wiki's files and history: init, config, put, add, list, show, rm, commit, log, lint."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from .app import app, config, emit_json, open_wiki, split_ref, state, warn
+
+config_app = typer.Typer(help="Show the resolved configuration.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+JSON = typer.Option(False, "--json", help="Print JSON (schema in docs/reference.md).")
+
+
+@app.command()
+def init(
+    path: Path = typer.Argument(
+        None, help="Where to create the wiki (default: the configured wiki)."
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="Allow a wiki inside another git repository."
+    ),
+    as_json: bool = JSON,
+) -> None:
+    """Create a wiki: a git repository with memory/ and skill/ tracks."""
+    from ..wiki import Wiki
+
+    target = path or (Path(state.wiki) if state.wiki else config().wiki_path)
+    wiki, created = Wiki.init(target, force=force)
+    if as_json:
+        emit_json({"path": str(wiki.root), "created": created})
+    elif created:
+        print(f"Initialised a memwiki wiki in {wiki.root}")
+    else:
+        print(f"{wiki.root} is already a memwiki wiki; nothing changed")
+
+
+@config_app.command("show")
+def config_show(as_json: bool = JSON) -> None:
+    """Print each setting, its value and where the value came from."""
+    cfg = config()
+    if as_json:
+        emit_json(
+            {
+                "config_file": str(cfg.config_file),
+                "settings": {
+                    k: {"value": s.value, "source": s.source} for k, s in cfg.settings.items()
+                },
+            }
+        )
+        return
+    print(f"# config file: {cfg.config_file}")
+    width = max(len(k) for k in cfg.settings)
+    for key, s in cfg.settings.items():
+        print(f"{key:<{width}}  {s.value if s.value is not None else '-'}  ({s.source})")
+
+
+def _read_payload(source: str) -> dict:
+    from ..errors import InvalidInput
+
+    where = "stdin" if source == "-" else source
+    try:
+        raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"{where}: cannot read: {exc.strerror}") from None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{where}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"{where}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    if not isinstance(data, dict) or set(data) - {"recall_files", "message"}:
+        raise InvalidInput(
+            f'{where}: expected {{"recall_files": [...]}} (and optionally "message")'
+        )
+    return data
+
+
+def _print_commit(result, as_json: bool) -> None:
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    if result.commit is None:
+        print("Nothing to commit")
+        return
+    for status in ("created", "updated", "deleted"):
+        for path in getattr(result, status):
+            print(f"{status:8} {path}")
+    print(f"commit {result.commit[:12]}")
+
+
+@app.command()
+def put(
+    file: str = typer.Argument(..., help='JSON payload {"recall_files": [...]}, or - for stdin.'),
+    as_json: bool = JSON,
+) -> None:
+    """Write RecallFiles from a JSON payload and commit them (all or nothing)."""
+    payload = _read_payload(file)
+    result = open_wiki().commit_results(payload.get("recall_files"), payload.get("message"))
+    _print_commit(result, as_json)
+
+
+@app.command()
+def add(
+    track: str = typer.Argument(..., help="memory, skill, or another track."),
+    name: str = typer.Argument(..., help="kebab-case name, the file stem."),
+    description: str = typer.Option(..., "--description", "-d", help="One line."),
+    body_file: Path = typer.Option(
+        None, "--body-file", help="Read the body from this file (default: stdin if piped)."
+    ),
+    tags: list[str] = typer.Option(None, "--tag", "-t", help="A tag (repeatable)."),
+    as_json: bool = JSON,
+) -> None:
+    """Create or update one RecallFile and commit it (keeps the body if none is given)."""
+    from ..errors import InvalidInput, NotFound
+    from ..recallfile import RecallFile
+
+    wiki = open_wiki()
+    body = None
+    if body_file is not None:
+        try:
+            body = body_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInput(f"{body_file}: cannot read as UTF-8 text ({exc})") from None
+    elif not sys.stdin.isatty():
+        body = sys.stdin.read() or None
+    try:
+        rf = wiki.get(track, name)
+        rf.description = description
+        if body is not None:
+            rf.body = body
+        if tags:
+            rf.tags = list(tags)
+    except NotFound:
+        rf = RecallFile(
+            track,
+            name,
+            description,
+            body=body or f"# {name.replace('-', ' ').capitalize()}\n",
+            tags=list(tags or []),
+        )
+    _print_commit(wiki.save(rf), as_json)
+
+
+@app.command("list")
+def list_(
+    track: str = typer.Option(None, "--track", help="Only this track."),
+    limit: int = typer.Option(None, "--limit", "-n", help="One page of at most N files."),
+    cursor: str = typer.Option(None, "--cursor", help="next_cursor of the previous page."),
+    as_json: bool = JSON,
+) -> None:
+    """List RecallFiles (all of them unless --limit)."""
+    wiki = open_wiki()
+    items, skipped = [], []
+    page = wiki.list_recall_files(track=track, cursor=cursor, limit=limit or 500)
+    items.extend(page.items)
+    skipped.extend(page.skipped)
+    while limit is None and page.next_cursor:
+        page = wiki.list_recall_files(track=track, cursor=page.next_cursor, limit=500)
+        items.extend(page.items)
+        skipped.extend(p for p in page.skipped if p not in skipped)
+    for problem in skipped:
+        warn(f"skipped {problem}")
+    if as_json:
+        emit_json(
+            {
+                "items": [e.to_dict() for e in items],
+                "next_cursor": page.next_cursor if limit else None,
+            }
+        )
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("track", "name", "description", "updated", box=None, pad_edge=False)
+    for e in items:
+        table.add_row(e.track, e.name, e.description, e.updated or "")
+    Console(width=200 if not sys.stdout.isatty() else None).print(table)
+    if limit and page.next_cursor:
+        print(f"(more: --cursor {page.next_cursor})")
+
+
+@app.command()
+def show(ref: str = typer.Argument(..., help="TRACK/NAME"), as_json: bool = JSON) -> None:
+    """Print one RecallFile."""
+    wiki = open_wiki()
+    track, name = split_ref(ref)
+    rf = wiki.get(track, name)
+    if as_json:
+        emit_json(rf.to_dict())
+    else:
+        sys.stdout.write(wiki.path_of(track, name).read_text(encoding="utf-8"))
+
+
+@app.command()
+def rm(ref: str = typer.Argument(..., help="TRACK/NAME"), as_json: bool = JSON) -> None:
+    """Delete one RecallFile and commit."""
+    wiki = open_wiki()
+    _print_commit(wiki.remove(*split_ref(ref)), as_json)
+
+
+@app.command()
+def commit(
+    message: str = typer.Option(
+        None, "--message", "-m", help="Commit message (default: names the files)."
+    ),
+    as_json: bool = JSON,
+) -> None:
+    """Commit everything that changed in the wiki, hand edits included."""
+    _print_commit(open_wiki().commit(message), as_json)
+
+
+@app.command()
+def log(
+    ref: str = typer.Argument(None, help="TRACK/NAME: only commits touching it."),
+    n: int = typer.Option(20, "-n", help="At most N commits."),
+    as_json: bool = JSON,
+) -> None:
+    """Show the history of the wiki or of one RecallFile."""
+    wiki = open_wiki()
+    track, name = split_ref(ref) if ref else (None, None)
+    entries = wiki.log(track, name, limit=n)
+    if as_json:
+        emit_json([e.to_dict() for e in entries])
+        return
+    for e in entries:
+        subject = e.message.splitlines()[0] if e.message else ""
+        print(f"{e.commit[:12]}  {e.time}  {e.author}  {subject}")
+
+
+@app.command()
+def lint(
+    files: list[str] = typer.Argument(
+        None, help="Only these files (paths relative to the wiki or absolute)."
+    ),
+    as_json: bool = JSON,
+) -> None:
+    """Report every invalid RecallFile as path:line: message (exit 1 if any)."""
+    from ..lint import lint_wiki
+
+    wiki = open_wiki()
+    rels = None
+    if files:
+        rels = []
+        for f in files:
+            p = Path(f)
+            p = p if p.is_absolute() else Path.cwd() / p
+            try:
+                rels.append(str(p.resolve().relative_to(wiki.root)))
+            except ValueError:
+                rels.append(f)
+    problems = lint_wiki(wiki, rels)
+    if as_json:
+        emit_json({"ok": not problems, "problems": [p.to_dict() for p in problems]})
+    else:
+        for p in problems:
+            print(p)
+    if problems:
+        raise typer.Exit(1)

@@ -1,0 +1,104 @@
+"""`memwiki doctor`: check the wiki, git, the index and the embedder, with one live retrieval."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+
+@dataclass
+class Check:
+    """One line of the doctor's report."""
+
+    name: str
+    ok: bool
+    detail: str
+
+    def to_dict(self) -> dict:
+        """JSON form."""
+        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+
+
+def run_checks(config) -> list[Check]:
+    """Run every check; later checks are skipped when the wiki itself is missing."""
+    from .errors import MemwikiError
+    from .wiki import Wiki
+
+    checks: list[Check] = []
+    try:
+        wiki = Wiki.open(config.wiki_path)
+    except MemwikiError as exc:
+        return [Check("wiki", False, exc.message)]
+    checks.append(Check("wiki", True, f"{wiki.root} ({config.settings['wiki'].source})"))
+    checks.append(_git(wiki))
+    index, check = _index(wiki, config)
+    checks.append(check)
+    checks.append(_embedder(index))
+    if index is not None:
+        checks.append(_live(wiki, index))
+    return checks
+
+
+def _git(wiki) -> Check:
+    try:
+        repo = wiki.repo
+        branch = "(unborn)" if repo.head_is_unborn else repo.head.shorthand
+        dirty = [p for p, f in repo.status().items() if not f & 0x4000]  # not ignored
+        head = "" if repo.head_is_unborn else str(repo.head.target)[:12]
+        detail = f"branch {branch} at {head}; {len(dirty)} uncommitted change(s)"
+        if dirty:
+            detail += " (run `memwiki commit`)"
+        return Check("git", True, detail)
+    except Exception as exc:  # anything git says wrong is a broken setup
+        return Check("git", False, f"{type(exc).__name__}: {exc}")
+
+
+def _index(wiki, config):
+    from .index import state as st
+    from .index.indexer import Index
+
+    messages: list[str] = []
+    index = Index(wiki, config, notify=messages.append)
+    try:
+        before, problem = index._load()
+        changes, _ = st.scan(wiki.root, before) if before else (None, None)
+        snap = index.snapshot(need_vectors=True)
+    except Exception as exc:
+        return None, Check("index", False, f"cannot build the index: {type(exc).__name__}: {exc}")
+    state = snap.state
+    stale = "fresh" if not problem and not changes else f"was {problem or 'stale'}, now updated"
+    skipped = [f"{p}: {e.problem}" for p, e in state.files.items() if e.problem]
+    detail = f"{stale}; {len(state.files) - len(skipped)} files, {len(state.rows)} items"
+    if skipped:
+        detail += f"; {len(skipped)} not indexed ({skipped[0]}{' …' if len(skipped) > 1 else ''})"
+    return index, Check("index", True, detail)
+
+
+def _embedder(index) -> Check:
+    if index is None:
+        return Check("embedder", False, "not checked: the index could not be built")
+    emb = index.embedder()
+    if emb is None:
+        return Check("embedder", True, f"BM25-only: {index.embedder_note}")
+    from .embed import MODEL_SHA256
+
+    detail = f"{emb.provider} {emb.model} ({emb.dim} dims)"
+    if emb.model == "all-MiniLM-L6-v2-int8":
+        detail += f", model sha256 {MODEL_SHA256[:12]}… verified"
+    return Check("embedder", True, detail)
+
+
+def _live(wiki, index) -> Check:
+    from .index.search import retrieve
+
+    rows = index.snapshot(need_vectors=True).state.rows
+    query = rows[0].description if rows else "memory"
+    started = time.perf_counter()
+    try:
+        result = retrieve(wiki, query, k=3, index=index)
+    except Exception as exc:
+        return Check("retrieve", False, f"{type(exc).__name__}: {exc}")
+    ms = (time.perf_counter() - started) * 1000
+    top = result.results[0].path if result.results else "(no result)"
+    ok = bool(result.results) or not rows
+    return Check("retrieve", ok, f"{query[:40]!r} -> {top} in {ms:.0f} ms ({result.mode})")

@@ -1,0 +1,118 @@
+"""BM25 over items: a Whoosh index with stemming, title-like fields boosted, OR semantics."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from .chunker import Item
+
+INDEX_NAME = "items"
+# Title-like fields weigh more: a word in a file's name or a heading says more
+# about the item than the same word deep in its body.
+FIELD_BOOSTS = {"name": 2.0, "description": 1.5, "heading": 1.5, "tags": 1.5, "body": 1.0}
+
+
+def schema():
+    """The Whoosh schema of an item."""
+    from whoosh.analysis import StemmingAnalyzer
+    from whoosh.fields import ID, TEXT, Schema
+
+    ana = StemmingAnalyzer()
+    return Schema(
+        id=ID(stored=True, unique=True),
+        path=ID,
+        track=ID,
+        **{f: TEXT(analyzer=ana, field_boost=b) for f, b in FIELD_BOOSTS.items()},
+    )
+
+
+def _doc(item: Item) -> dict:
+    return {
+        "id": item.id,
+        "path": item.path,
+        "track": item.track,
+        "name": item.name.replace("-", " "),
+        "description": item.description,
+        "heading": item.heading,
+        "tags": " ".join(item.tags),
+        "body": item.text,
+    }
+
+
+def create(directory: Path, items: Iterable[Item]) -> int:
+    """Build a new index in directory from scratch; returns its generation."""
+    from whoosh import index
+
+    directory.mkdir(parents=True, exist_ok=True)
+    ix = index.create_in(str(directory), schema(), indexname=INDEX_NAME)
+    writer = ix.writer(limitmb=128)
+    for item in items:
+        writer.add_document(**_doc(item))
+    writer.commit()
+    return ix.latest_generation()
+
+
+def update(directory: Path, removed_paths: Iterable[str], added: Iterable[Item]) -> int:
+    """Delete the items of removed paths and add new items, in one Whoosh commit."""
+    from whoosh import index
+
+    ix = index.open_dir(str(directory), indexname=INDEX_NAME)
+    writer = ix.writer(timeout=30)
+    try:
+        for path in removed_paths:
+            writer.delete_by_term("path", path)
+        for item in added:
+            writer.add_document(**_doc(item))
+    except BaseException:
+        writer.cancel()
+        raise
+    writer.commit()
+    return ix.latest_generation()
+
+
+def latest_generation(directory: Path) -> int:
+    """The generation of the newest complete Whoosh table of contents, or -1."""
+    from whoosh import index
+
+    try:
+        return index.open_dir(str(directory), indexname=INDEX_NAME).latest_generation()
+    except Exception:  # any damage to the Whoosh files reads as "no index"
+        return -1
+
+
+def query_terms(text: str) -> list[str]:
+    """The analysed (lower-cased, stop-word free, stemmed) terms of a query, deduplicated."""
+    from whoosh.analysis import StemmingAnalyzer
+
+    seen: dict[str, None] = {}
+    for token in StemmingAnalyzer()(text):
+        seen.setdefault(token.text, None)
+    return list(seen)
+
+
+def search(
+    directory: Path, query: str, limit: int, track: str | None = None
+) -> list[tuple[str, float]]:
+    """Top items for the query as (item id, BM25F score): OR of every query term in every field."""
+    from whoosh import index
+    from whoosh.query import Or, Term
+
+    terms = query_terms(query)
+    if not terms:
+        return []
+    ix = index.open_dir(str(directory), indexname=INDEX_NAME)
+    q = Or([Term(field, t) for field in FIELD_BOOSTS for t in terms])
+    filt = Term("track", track) if track else None
+    with ix.searcher() as searcher:
+        hits = searcher.search(q, limit=limit, filter=filt)
+        return [(hit["id"], float(hit.score)) for hit in hits]
+
+
+def doc_ids(directory: Path) -> set[str]:
+    """Every item id in the index (for consistency checks and tests)."""
+    from whoosh import index
+
+    ix = index.open_dir(str(directory), indexname=INDEX_NAME)
+    with ix.searcher() as searcher:
+        return {fields["id"] for fields in searcher.all_stored_fields()}

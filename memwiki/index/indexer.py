@@ -1,0 +1,425 @@
+"""Keeping the sidecar index fresh: incremental updates, full builds, locking and repair.
+
+Write order of an update (state.pkl last, as the commit point):
+  1. new vector file `vectors-<gen>.npy`;
+  2. Whoosh commit (or a new Whoosh directory for a full build);
+  3. `state.pkl` naming both;
+  4. old vector files and Whoosh directories are removed.
+A process killed before 3 leaves the previous state.pkl, whose files still exist, or
+(killed between 2 and 3) a Whoosh generation the state does not name: the next
+command sees the mismatch and rebuilds, taking vectors from the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import bm25
+from . import state as st
+from .chunker import Item, chunk
+
+MAX_FILE_BYTES = 1_000_000  # larger files are reported, not indexed: split them
+READER_WAIT_S = 5.0  # how long a reader waits for a writer before using the older index
+EMBED_BATCH = 64
+
+
+def _stderr(message: str) -> None:
+    print(f"memwiki: {message}", file=sys.stderr)
+
+
+@dataclass
+class Snapshot:
+    """One consistent, complete index as a reader sees it."""
+
+    root: Path
+    directory: Path
+    state: st.State
+    embedder: object | None = None
+    embedder_note: str = ""
+    stale: bool = False
+    updated_files: int = 0
+    _matrix: object | None = field(default=None, repr=False)
+
+    @property
+    def bm25_dir(self) -> Path:
+        """The Whoosh directory of this snapshot."""
+        return self.directory / self.state.bm25_dir
+
+    def matrix(self):
+        """The item vector matrix (loaded on first use), or None without vectors."""
+        if self._matrix is None and self.state.vectors_file:
+            from .vectors import load_matrix
+
+            self._matrix = load_matrix(
+                self.directory / self.state.vectors_file,
+                len(self.state.rows),
+                self.state.embedder["dim"],
+            )
+        return self._matrix
+
+
+@dataclass
+class UpdateReport:
+    """What an index update did."""
+
+    indexed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    problems: dict[str, str] = field(default_factory=dict)
+    embedded: int = 0
+    full: bool = False
+
+
+class Index:
+    """The sidecar index of one wiki."""
+
+    def __init__(self, wiki, config=None, notify: Callable[[str], None] = _stderr):
+        self.wiki = wiki
+        self.root: Path = wiki.root
+        self.directory: Path = wiki.sidecar / "index"
+        self.config = config
+        self.notify = notify
+        self._embedder_loaded = False
+        self._embedder = None
+        self._embedder_note = ""
+
+    # ------------------------------------------------------------ embedder
+
+    def embedder(self):
+        """The configured embedder (loaded once), or None with a reason in embedder_note."""
+        if not self._embedder_loaded:
+            from ..config import load
+            from ..embed import load_embedder
+
+            sidecar = self.wiki.sidecar
+            sidecar.mkdir(parents=True, exist_ok=True)
+            self._embedder, self._embedder_note = load_embedder(
+                self.config or load(), stamp_dir=sidecar
+            )
+            self._embedder_loaded = True
+        return self._embedder
+
+    @property
+    def embedder_note(self) -> str:
+        """Why there is no embedder, or what it is."""
+        return self._embedder_note
+
+    def _model_key(self, embedder) -> dict:
+        return {"provider": embedder.provider, "model": embedder.model, "dim": int(embedder.dim)}
+
+    # ------------------------------------------------------------ reading
+
+    @property
+    def state_path(self) -> Path:
+        """The index's commit point."""
+        return self.directory / "state.pkl"
+
+    def lock(self):
+        """The one-writer lock of the index."""
+        from ..lock import FileLock
+
+        return FileLock(self.root / ".memwiki" / "index.lock", timeout=600)
+
+    def _check(self, state: st.State | None) -> str | None:
+        """Why this state cannot be used as it is, or None."""
+        if state is None:
+            return "no index yet"
+        if not (self.directory / state.bm25_dir).is_dir():
+            return "missing BM25 directory"
+        if bm25.latest_generation(self.directory / state.bm25_dir) != state.whoosh_generation:
+            return "BM25 index does not match the manifest"
+        if state.vectors_file and not (self.directory / state.vectors_file).is_file():
+            return "missing vector matrix"
+        return None
+
+    def _load(self) -> tuple[st.State | None, str | None]:
+        try:
+            state = st.load(self.state_path)
+        except st.DamagedIndex as exc:
+            return None, str(exc)
+        return state, self._check(state)
+
+    def snapshot(self, need_vectors: bool = True) -> Snapshot:
+        """A fresh, complete index: brought up to date first unless another writer holds it."""
+        state, problem = self._load()
+        if problem is None:
+            changes, _ = st.scan(self.root, state)
+            if not changes and not (need_vectors and self._vectors_wanted(state)):
+                return self._snap(state)
+        lock = self.lock()
+        if not lock.try_acquire():
+            waited = self._wait(lock, forever=problem is not None)
+            if not waited:
+                self.notify("another process is updating the index; results may be slightly behind")
+                return self._snap(state, stale=True)
+        try:
+            report = self._update_locked(need_vectors)
+            state, _ = self._load()
+            return self._snap(state, updated=len(report.indexed) + len(report.removed))
+        finally:
+            lock.release()
+
+    def _wait(self, lock, forever: bool) -> bool:
+        deadline = time.monotonic() + (lock.timeout if forever else READER_WAIT_S)
+        while time.monotonic() < deadline:
+            if lock.try_acquire():
+                return True
+            time.sleep(0.05)
+        return False
+
+    def _vectors_wanted(self, state: st.State) -> bool:
+        """True when a vector search would need embedding work first."""
+        if state.unembedded:
+            return self.embedder() is not None
+        if state.vectors_file is None:
+            return bool(state.rows) and self.embedder() is not None
+        emb = self.embedder()
+        return emb is not None and state.embedder != self._model_key(emb)
+
+    def _snap(self, state, stale=False, updated=0) -> Snapshot:
+        return Snapshot(self.root, self.directory, state, stale=stale, updated_files=updated)
+
+    # ------------------------------------------------------------ writing
+
+    def update(self, full: bool = False, need_vectors: bool = True) -> UpdateReport:
+        """Bring the index up to date (or rebuild it whole), waiting for the writer lock."""
+        with self.lock():
+            return self._update_locked(need_vectors, full=full)
+
+    def _update_locked(self, need_vectors: bool, full: bool = False) -> UpdateReport:
+        state, problem = self._load()
+        if problem and problem != "no index yet":
+            self.notify(f"index damaged ({problem}); rebuilding it")
+        if full or problem:
+            return self._build(state, need_vectors)
+        changes, _ = st.scan(self.root, state)
+        vectors_wanted = need_vectors and self._vectors_wanted(state)
+        if not (changes.changed or changes.deleted or vectors_wanted):
+            if changes.touched:  # same bytes, new stat: remember it, nothing to re-index
+                state.files.update(changes.touched)
+                st.save(self.state_path, state)
+            return UpdateReport()
+        return self._apply(state, changes, need_vectors)
+
+    def _read_items(self, rel: str, sha: str | None, stat) -> tuple[list[Item], st.FileEntry]:
+        """Chunk one file; a file that cannot be indexed gets a manifest entry with its problem."""
+        from .. import recallfile as rfmod
+
+        path = self.root / rel
+        track = rel.split("/", 1)[0]
+        problem = None
+        items: list[Item] = []
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            data, problem = b"", f"cannot read: {exc.strerror}"
+        sha = sha or hashlib.sha256(data).hexdigest()
+        entry = st.FileEntry(len(data), stat.st_mtime_ns if stat else 0, sha)
+        if problem is None and len(data) > MAX_FILE_BYTES:
+            problem = f"{len(data) / 1e6:.1f} MB is over the {MAX_FILE_BYTES / 1e6:.0f} MB limit for one file: split it"
+        if problem is None:
+            try:
+                rf = rfmod.parse(data, track=track, stem=path.stem, path=rel)
+                text = data.decode("utf-8")
+                body_first = rfmod.split_frontmatter(text)[2]
+                items = chunk(
+                    rf.body,
+                    body_first,
+                    path=rel,
+                    track=track,
+                    name=rf.name,
+                    description=rf.description,
+                    tags=tuple(rf.tags),
+                )
+            except rfmod.InvalidRecallFile as exc:
+                problem = "; ".join(f"line {p.line}: {p.message}" for p in exc.problems)
+        entry.problem = problem
+        return items, entry
+
+    def _chunk_many(
+        self, rels: list[str], hashes: dict[str, str], stats: dict, report: UpdateReport
+    ):
+        items: list[Item] = []
+        files: dict[str, st.FileEntry] = {}
+        for rel in rels:
+            file_items, entry = self._read_items(rel, hashes.get(rel), stats.get(rel))
+            files[rel] = entry
+            if entry.problem:
+                report.problems[rel] = entry.problem
+                self.notify(f"{rel}: not indexed: {entry.problem}")
+            else:
+                items.extend(file_items)
+                report.indexed.append(rel)
+        return items, files
+
+    def _build(self, old: st.State | None, need_vectors: bool) -> UpdateReport:
+        report = UpdateReport(full=True)
+        stats = st.walk(self.root)
+        items, files = self._chunk_many(sorted(stats), {}, stats, report)
+        gen = (old.generation if old else 0) + 1
+        bm25_dir = f"bm25-{gen}"
+        target = self.directory / bm25_dir
+        if target.exists():
+            shutil.rmtree(target)
+        whoosh_gen = bm25.create(target, items)
+        new = st.State(generation=gen, bm25_dir=bm25_dir, whoosh_generation=whoosh_gen, files=files)
+        new.rows = [_row(i) for i in items]
+        self._write_vectors(old, new, list(range(len(items))), need_vectors, report, items)
+        st.save(self.state_path, new)
+        self._cleanup(new)
+        return report
+
+    def _apply(self, old: st.State, changes: st.Changes, need_vectors: bool) -> UpdateReport:
+        report = UpdateReport()
+        stats = st.walk(self.root) if changes.changed else {}
+        items, changed_files = self._chunk_many(changes.changed, changes.hashes, stats, report)
+        gone = set(changes.changed) | set(changes.deleted)
+        report.removed = sorted(set(changes.deleted))
+        files = {k: v for k, v in old.files.items() if k not in gone}
+        files.update(changes.touched)
+        files.update(changed_files)
+        gen = old.generation + 1
+        new = st.State(generation=gen, bm25_dir=old.bm25_dir, files=files)
+        keep = [i for i, r in enumerate(old.rows) if r.path not in gone]
+        new.rows = [old.rows[i] for i in keep] + [_row(i) for i in items]
+        added_rows = list(range(len(keep), len(new.rows)))
+        self._write_vectors(old, new, added_rows, need_vectors, report, items, keep=keep)
+        if gone or items:
+            new.whoosh_generation = bm25.update(self.directory / old.bm25_dir, sorted(gone), items)
+        else:
+            new.whoosh_generation = old.whoosh_generation
+        st.save(self.state_path, new)
+        self._cleanup(new)
+        return report
+
+    def _write_vectors(self, old, new, added_rows, need_vectors, report, items, keep=None):
+        """Fill new.vectors_file: kept rows from the old matrix, others from cache or the embedder."""
+        import numpy as np
+
+        from .vectors import EmbeddingCache, load_matrix, save_matrix
+
+        emb = self.embedder() if need_vectors else None
+        key = self._model_key(emb) if emb is not None else (old.embedder if old else None)
+        if key is None:
+            return  # no embedder and no vectors before: BM25 only
+        old_matrix = None
+        if old is not None and old.vectors_file and old.embedder == key:
+            try:
+                old_matrix = load_matrix(
+                    self.directory / old.vectors_file, len(old.rows), key["dim"]
+                )
+            except (OSError, ValueError):
+                old_matrix = None
+        matrix = np.zeros((len(new.rows), key["dim"]), dtype=np.float32)
+        missing: set[int] = set()
+        known: dict[str, np.ndarray] = {}
+        if old_matrix is not None:
+            for i, r in enumerate(old.rows):
+                if i not in old.unembedded:
+                    known.setdefault(r.sha, old_matrix[i])
+        todo = set(added_rows)
+        if keep is not None and old_matrix is not None:
+            for new_i, old_i in enumerate(keep):
+                if old_i in old.unembedded:
+                    todo.add(new_i)
+                else:
+                    matrix[new_i] = old_matrix[old_i]
+        else:
+            todo = set(range(len(new.rows)))
+        cache = EmbeddingCache(self.directory / "cache", key)
+        want = [i for i in sorted(todo) if new.rows[i].sha not in known]
+        known.update(cache.lookup([new.rows[i].sha for i in want]))
+        texts: dict[str, str] = {}
+        if emb is not None:
+            by_sha = {it.sha: it.embed_text for it in items}
+            for i in sorted(todo):
+                sha = new.rows[i].sha
+                if sha not in known and sha not in texts:
+                    texts[sha] = by_sha.get(sha) or self._embed_text(new.rows[i])
+            if texts:
+                fresh = self._embed(emb, list(texts.values()))
+                known.update(zip(texts, fresh, strict=True))
+                cache.add(list(texts), fresh)
+                report.embedded = len(texts)
+        for i in sorted(todo):
+            vec = known.get(new.rows[i].sha)
+            if vec is None:
+                missing.add(i)
+            else:
+                matrix[i] = vec
+        if old_matrix is not None and keep is not None:
+            kept = set(keep)
+            left = [i for i in range(len(old.rows)) if i not in kept and i not in old.unembedded]
+            cache.add([old.rows[i].sha for i in left], old_matrix[left] if left else matrix[:0])
+        new.embedder = key
+        new.unembedded = missing
+        new.vectors_file = f"vectors-{new.generation}.npy"
+        save_matrix(self.directory / new.vectors_file, matrix)
+
+    def _embed_text(self, row: st.Row) -> str:
+        """Re-create an item's embedding text from the file on disk."""
+        path = self.root / row.path
+        lines = path.read_text(encoding="utf-8").splitlines()
+        text = "\n".join(lines[row.start_line - 1 : row.end_line]).strip()
+        item = Item(
+            row.path,
+            row.track,
+            row.name,
+            row.description,
+            row.tags,
+            row.heading,
+            row.start_line,
+            row.end_line,
+            text,
+        )
+        return item.embed_text
+
+    def _embed(self, emb, texts: list[str]):
+        import numpy as np
+
+        if len(texts) <= EMBED_BATCH or not sys.stderr.isatty():
+            return np.asarray(emb.embed(texts), dtype=np.float32)
+        from rich.progress import Progress
+
+        parts = []
+        with Progress(transient=True, console=_stderr_console()) as progress:
+            task = progress.add_task("embedding", total=len(texts))
+            for i in range(0, len(texts), EMBED_BATCH):
+                parts.append(emb.embed(texts[i : i + EMBED_BATCH]))
+                progress.advance(task, len(parts[-1]))
+        return np.concatenate(parts).astype(np.float32)
+
+    def _cleanup(self, state: st.State) -> None:
+        """Remove vector files and Whoosh directories older than the previous generation."""
+        keep_vectors = {state.vectors_file, f"vectors-{state.generation - 1}.npy"}
+        for path in self.directory.glob("vectors-*.npy"):
+            if path.name not in keep_vectors:
+                path.unlink(missing_ok=True)
+        for path in self.directory.glob("bm25-*"):
+            if path.name != state.bm25_dir and path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def _stderr_console():
+    from rich.console import Console
+
+    return Console(file=sys.stderr)
+
+
+def _row(item: Item) -> st.Row:
+    return st.Row(
+        item.path,
+        item.track,
+        item.name,
+        item.description,
+        item.tags,
+        item.heading,
+        item.start_line,
+        item.end_line,
+        item.sha,
+    )

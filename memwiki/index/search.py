@@ -1,0 +1,236 @@
+"""Retrieval: BM25 and vector candidates, fused, rolled up to files, cut to a token budget."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from . import bm25
+from .indexer import Index, Snapshot, _stderr
+
+MODES = ("hybrid", "bm25", "vector")
+CANDIDATES = 50  # items taken from each list before fusion
+RRF_K = 60
+MIN_COSINE = 0.15  # below this a vector-only hit is noise, not a match
+SECTIONS_PER_FILE = 3
+CHARS_PER_TOKEN = 4
+
+
+@dataclass
+class Section:
+    """A part of a result file: its heading path and line range."""
+
+    heading: str
+    start_line: int
+    end_line: int
+    text: str
+    score: float
+
+    def to_dict(self) -> dict:
+        """JSON form."""
+        return {
+            "heading": self.heading,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "text": self.text,
+            "score": round(self.score, 6),
+        }
+
+
+@dataclass
+class FileResult:
+    """One retrieved RecallFile with its best sections."""
+
+    path: str
+    track: str
+    name: str
+    description: str
+    score: float
+    sections: list[Section] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """JSON form."""
+        return {
+            "path": self.path,
+            "track": self.track,
+            "name": self.name,
+            "description": self.description,
+            "score": round(self.score, 6),
+            "sections": [s.to_dict() for s in self.sections],
+        }
+
+
+@dataclass
+class RetrievalResult:
+    """The answer to one query."""
+
+    query: str
+    mode: str
+    results: list[FileResult]
+    index: dict
+
+    def to_dict(self) -> dict:
+        """JSON form (schema documented in docs/reference.md)."""
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "results": [r.to_dict() for r in self.results],
+            "index": self.index,
+        }
+
+    def paths(self) -> list[str]:
+        """The result files' paths, best first."""
+        return [r.path for r in self.results]
+
+    def to_markdown(self) -> str:
+        """A compact block an agent can paste into its context."""
+        if not self.results:
+            return f'<!-- memwiki: no memory matches "{self.query}" -->\n'
+        out = [f'<!-- memwiki: {len(self.results)} files for "{self.query}" -->']
+        for r in self.results:
+            out.append(f"\n## {r.path}\n{r.name}: {r.description}")
+            for s in r.sections:
+                where = f"lines {s.start_line}-{s.end_line}"
+                out.append(f"\n### {s.heading} ({where})" if s.heading else f"\n### ({where})")
+                out.append(s.text)
+        return "\n".join(out) + "\n"
+
+
+def rrf(ranked_lists: list[list[str]], k: int = RRF_K) -> dict[str, float]:
+    """Reciprocal-rank fusion of several ranked id lists."""
+    scores: dict[str, float] = {}
+    for ranked in ranked_lists:
+        for rank, item_id in enumerate(ranked):
+            scores[item_id] = scores.get(item_id, 0.0) + 1.0 / (k + rank + 1)
+    return scores
+
+
+def _vector_hits(
+    snap: Snapshot, embedder, query: str, track: str | None, n: int
+) -> list[tuple[int, float]]:
+    import numpy as np
+
+    from .vectors import top_n
+
+    matrix = snap.matrix()
+    if matrix is None or embedder is None:
+        return []
+    qvec = np.asarray(embedder.embed([query]), dtype=np.float32)[0]
+    mask = None
+    if track or snap.state.unembedded:
+        mask = np.ones(len(snap.state.rows), dtype=bool)
+        if track:
+            mask &= np.array([r.track == track for r in snap.state.rows])
+        for i in snap.state.unembedded:
+            mask[i] = False
+    return [(i, s) for i, s in top_n(matrix, qvec, n, mask) if s >= MIN_COSINE]
+
+
+def retrieve(
+    wiki,
+    query: str,
+    k: int = 5,
+    track: str | None = None,
+    budget: int = 1500,
+    mode: str = "hybrid",
+    config=None,
+    notify: Callable[[str], None] = _stderr,
+    candidates: int = CANDIDATES,
+    index: Index | None = None,
+) -> RetrievalResult:
+    """Search the wiki: fresh index, BM25 and vector candidates, fusion, files, sections."""
+    from ..errors import InvalidInput, StateError
+
+    if mode not in MODES:
+        raise InvalidInput(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
+    if k < 1:
+        raise InvalidInput("-k must be at least 1")
+    index = index or Index(wiki, config, notify=notify)
+    embedder = index.embedder() if mode != "bm25" else None
+    if mode == "vector" and embedder is None:
+        raise StateError(f"vector mode needs an embedder: {index.embedder_note}")
+    used_mode = mode if embedder is not None or mode == "bm25" else "bm25"
+    snap = index.snapshot(need_vectors=used_mode != "bm25")
+    rows = snap.state.rows
+    lists: list[list[int]] = []
+    if used_mode in ("hybrid", "bm25") and query.strip():
+        row_of = {r.id: i for i, r in enumerate(rows)}
+        hits = bm25.search(snap.bm25_dir, query, candidates, track)
+        lists.append([row_of[h] for h, _ in hits if h in row_of])
+    if used_mode in ("hybrid", "vector") and query.strip():
+        lists.append([i for i, _ in _vector_hits(snap, embedder, query, track, candidates)])
+    fused = (
+        rrf(lists)
+        if len(lists) > 1
+        else {i: 1.0 / (RRF_K + r + 1) for r, i in enumerate(lists[0] if lists else [])}
+    )
+    results = _rollup(snap, fused, k)
+    _fill_sections(snap, results, fused, budget)
+    facts = {
+        "files": sum(1 for f in snap.state.files.values() if not f.problem),
+        "items": len(rows),
+        "embedder": snap.state.embedder if used_mode != "bm25" else None,
+        "stale": snap.stale,
+        "updated_files": snap.updated_files,
+    }
+    if used_mode != mode:
+        facts["note"] = f"BM25 only: {index.embedder_note}"
+    return RetrievalResult(query, used_mode, results, facts)
+
+
+def _rollup(snap: Snapshot, fused: dict[int, float], k: int) -> list[FileResult]:
+    """Files ranked by their best item's fused score."""
+    best: dict[str, float] = {}
+    for i, score in fused.items():
+        path = snap.state.rows[i].path
+        best[path] = max(best.get(path, 0.0), score)
+    ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+    out = []
+    for path, score in ranked:
+        row = next(snap.state.rows[i] for i in fused if snap.state.rows[i].path == path)
+        out.append(FileResult(path, row.track, row.name, row.description, score))
+    return out
+
+
+def _fill_sections(
+    snap: Snapshot, results: list[FileResult], fused: dict[int, float], budget: int
+) -> None:
+    """Give each file its best sections, best files first, within the token budget."""
+    per_file: dict[str, list[int]] = {r.path: [] for r in results}
+    for i in sorted(fused, key=lambda i: -fused[i]):
+        path = snap.state.rows[i].path
+        if path in per_file and len(per_file[path]) < SECTIONS_PER_FILE:
+            per_file[path].append(i)
+    lines_of: dict[str, list[str]] = {}
+    left = budget * CHARS_PER_TOKEN
+    for depth in range(SECTIONS_PER_FILE):
+        for r in results:
+            rows = per_file[r.path]
+            if depth >= len(rows) or left <= 0:
+                continue
+            row = snap.state.rows[rows[depth]]
+            if any(
+                s.start_line <= row.end_line and row.start_line <= s.end_line for s in r.sections
+            ):
+                continue  # overlapping window of a section already shown
+            if r.path not in lines_of:
+                lines_of[r.path] = _read_lines(snap, r.path)
+            text = "\n".join(lines_of[r.path][row.start_line - 1 : row.end_line]).strip()
+            if len(text) > left:
+                text = (
+                    text[: max(left, 0)].rsplit("\n", 1)[0] if "\n" in text[:left] else text[:left]
+                )
+                text += " …"
+            left -= len(text)
+            r.sections.append(
+                Section(row.heading, row.start_line, row.end_line, text, fused[rows[depth]])
+            )
+        if left <= 0:
+            break
+
+
+def _read_lines(snap: Snapshot, path: str) -> list[str]:
+    try:
+        return (snap.root / path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
