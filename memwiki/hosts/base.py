@@ -1,0 +1,220 @@
+"""The transcript-source interface every host adapter implements, and the host registry."""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..config import Config
+from ..errors import InvalidInput
+from .records import Verdict
+
+HOSTS = ("claude-code", "codex", "cursor", "openclaw", "hermes", "generic")
+_MODULES = {
+    "claude-code": "claude_code",
+    "codex": "codex",
+    "cursor": "cursor",
+    "openclaw": "openclaw",
+    "hermes": "hermes",
+    "generic": "generic",
+}
+SCHEMA_VERSION = "1.0"
+SKIP_DIRS = frozenset({".cache", ".npm", ".git", "node_modules", "__pycache__"})
+
+
+@dataclass(frozen=True)
+class SessionRef:
+    """One readable stream of records: a JSONL file or one session inside a database."""
+
+    host: str
+    key: str  # cursor key, unique per stream within a host
+    session_id: str  # the id the host uses (owner session for subagent streams)
+    path: Path  # the file or database holding it
+    mtime: float  # last activity, for newest-first order
+    signature: str  # changes whenever the stream may have grown
+    parent_id: str | None = None
+    aliases: tuple[str, ...] = ()  # other ids a skip list may name (e.g. OpenClaw cron job)
+
+
+@dataclass
+class SessionSlice:
+    """What is new in one stream since its cursor: the canonical session and bookkeeping."""
+
+    host: str
+    session_id: str
+    key: str
+    source_path: str
+    cursor: dict[str, Any]  # the stream's new cursor entry, to store once committed
+    counts: dict[str, int]
+    session: dict[str, Any] | None  # schema 1.0 session, or None when no message is new
+
+    @property
+    def memorizable(self) -> bool:
+        """True when the slice holds at least one message worth memorizing."""
+        return self.session is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form (the session itself included)."""
+        return {
+            "host": self.host,
+            "session_id": self.session_id,
+            "key": self.key,
+            "source_path": self.source_path,
+            "cursor": self.cursor,
+            "counts": self.counts,
+            "session": self.session,
+        }
+
+
+@dataclass
+class ReadResult:
+    """Raw records after a cursor plus the cursor entry that follows them."""
+
+    records: list[Any]
+    cursor: dict[str, Any]
+    extra_drops: int = 0  # records the reader itself recognised as duplicates
+    notes: list[str] = field(default_factory=list)
+
+
+class TranscriptSource(ABC):
+    """Where a host keeps its sessions and how to read and classify their records."""
+
+    host: str = ""
+
+    def __init__(self, config: Config, session_dir: Path | None = None):
+        self.config = config
+        self.session_dir = Path(session_dir).expanduser() if session_dir else None
+
+    @abstractmethod
+    def default_location(self) -> Path | None:
+        """The host's default session location, from config.home and config.host_env."""
+
+    @property
+    def location(self) -> Path | None:
+        """The explicit session_dir if given, else the default location."""
+        return self.session_dir or self.default_location()
+
+    @abstractmethod
+    def list_sessions(self) -> list[SessionRef]:
+        """Every stream found, newest first."""
+
+    @abstractmethod
+    def read(self, ref: SessionRef, entry: dict[str, Any] | None) -> ReadResult:
+        """The records after the cursor entry (None = from the start)."""
+
+    @abstractmethod
+    def classify(self, record: dict[str, Any]) -> Verdict:
+        """MESSAGE, TOOL or DROP for one parsed record."""
+
+    @abstractmethod
+    def to_items(
+        self, record: dict[str, Any], verdict: Verdict, ctx: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        """Canonical schema-1.0 items for a kept record."""
+
+    def recognizes(self, record: dict[str, Any]) -> bool:
+        """False when the record's shape is unknown to this reader (counted as unrecognized)."""
+        return True
+
+    def unchanged(self, ref: SessionRef, entry: dict[str, Any] | None) -> bool:
+        """True when the stream cannot have grown since the cursor entry was taken."""
+        return bool(entry) and entry.get("sig") == ref.signature
+
+
+def get_source(host: str, config: Config, session_dir: Path | None = None) -> TranscriptSource:
+    """The transcript source for a host name."""
+    module = importlib.import_module(f"{__package__}.{host_module(host)}")
+    return module.Source(config, session_dir)
+
+
+def host_module(host: str) -> str:
+    """The module name for a host, or InvalidInput for an unknown host."""
+    if host not in _MODULES:
+        raise InvalidInput(f"unknown host {host!r} (known: {', '.join(HOSTS)})")
+    return _MODULES[host]
+
+
+def host_api(host: str) -> Any:
+    """The host's module (instruction_file, host_present, …)."""
+    return importlib.import_module(f"{__package__}.{host_module(host)}")
+
+
+def env_path(config: Config, name: str) -> Path | None:
+    """A host variable as an expanded path, or None when it is unset or blank."""
+    value = (config.host_env.get(name) or "").strip()
+    return Path(value).expanduser() if value else None
+
+
+def file_signature(path: Path) -> tuple[str, float]:
+    """(size:mtime_ns, mtime) of a file, or ("missing", 0) when it vanished."""
+    try:
+        st = path.stat()
+    except OSError:
+        return "missing", 0.0
+    return f"{st.st_size}:{st.st_mtime_ns}", st.st_mtime
+
+
+def walk_jsonl(root: Path) -> Iterable[Path]:
+    """Every *.jsonl file under root, skipping tooling directories."""
+    if not root.is_dir():
+        return
+    stack = [root]
+    while stack:
+        current = stack.pop()
+        try:
+            entries = list(current.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir() and not entry.is_symlink():
+                if entry.name not in SKIP_DIRS:
+                    stack.append(entry)
+            elif entry.suffix == ".jsonl" and entry.is_file():
+                yield entry
+
+
+def newest_first(refs: Iterable[SessionRef]) -> list[SessionRef]:
+    """Refs sorted by last activity, newest first (key breaks ties for a stable order)."""
+    return sorted(refs, key=lambda r: (-r.mtime, r.key))
+
+
+def read_jsonl_lines(path: Path, start: int) -> tuple[list[bytes], int]:
+    """Complete lines after the first `start` ones, and the new line count.
+
+    A last line without its newline is still being written by the host: leave it for
+    the next read. A file with fewer lines than the cursor was rewritten: start over.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return [], start
+    complete = data[: data.rfind(b"\n") + 1]
+    lines = complete.split(b"\n")[:-1] if complete else []
+    if len(lines) < start:
+        start = 0
+    return lines[start:], len(lines)
+
+
+class JsonlSource(TranscriptSource):
+    """A source whose streams are append-only JSONL files (cursor = complete line count)."""
+
+    def ref_for(self, path: Path, key: str, session_id: str, **extra: Any) -> SessionRef:
+        """A SessionRef for one JSONL file."""
+        sig, mtime = file_signature(path)
+        return SessionRef(self.host, key, session_id, path, mtime, sig, **extra)
+
+    def read(self, ref: SessionRef, entry: dict[str, Any] | None) -> ReadResult:
+        """Complete lines after the cursor's line count."""
+        start = int((entry or {}).get("pos", 0))
+        lines, total = read_jsonl_lines(ref.path, start)
+        cursor = {
+            "pos": total,
+            "sig": ref.signature,
+            "session_id": ref.session_id,
+            "path": str(ref.path),
+        }
+        return ReadResult(records=[ln for ln in lines if ln.strip()], cursor=cursor)

@@ -1,0 +1,96 @@
+"""Claude Code: ~/.claude/projects/<slug>/<sessionId>.jsonl plus nested subagent streams."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..config import Config
+from .base import JsonlSource, SessionRef, env_path, newest_first, walk_jsonl
+from .records import ROLES, Verdict, block_items, classify_blocks
+
+HOST = "claude-code"
+SELF_SESSION_VAR = "CLAUDE_CODE_SESSION_ID"
+
+
+def config_dir(config: Config) -> Path:
+    """~/.claude, or CLAUDE_CONFIG_DIR which moves the whole tree."""
+    return env_path(config, "CLAUDE_CONFIG_DIR") or config.home / ".claude"
+
+
+def instruction_file(config: Config) -> Path | None:
+    """The user-level CLAUDE.md."""
+    return config_dir(config) / "CLAUDE.md"
+
+
+def settings_file(config: Config) -> Path:
+    """The user-level settings.json that holds hooks."""
+    return config_dir(config) / "settings.json"
+
+
+def host_present(config: Config) -> bool:
+    """True when Claude Code's config directory exists."""
+    return config_dir(config).is_dir()
+
+
+def classify(record: dict[str, Any]) -> Verdict:
+    """hosts.md §1: the block types decide, never the role (tool output is logged as user)."""
+    msg = record.get("message")
+    if record.get("type") not in ROLES or not isinstance(msg, dict):
+        return Verdict.DROP
+    return classify_blocks(msg.get("content"), is_meta=bool(record.get("isMeta")))
+
+
+def to_items(record: dict[str, Any], verdict: Verdict, ctx: dict[str, Any]) -> list[dict[str, Any]]:
+    """Canonical items: prose as messages, tool blocks as calls/results, thinking left out."""
+    msg = record["message"]
+    role = msg.get("role") if msg.get("role") in ROLES else record.get("type")
+    return block_items(role, msg.get("content"), ctx)
+
+
+class Source(JsonlSource):
+    """Reader for Claude Code project transcripts."""
+
+    host = HOST
+
+    def default_location(self) -> Path | None:
+        """<claude config dir>/projects."""
+        return config_dir(self.config) / "projects"
+
+    def list_sessions(self) -> list[SessionRef]:
+        """Main transcripts and subagent transcripts, newest first."""
+        root = self.location
+        if root is None or not root.is_dir():
+            return []
+        # session_dir may name one project (slug) directory instead of the projects root.
+        project_mode = any(p.is_file() for p in root.glob("*.jsonl"))
+        refs = []
+        for path in walk_jsonl(root):
+            parts = path.relative_to(root).parts
+            if not project_mode:
+                if len(parts) < 2:
+                    continue
+                parts = parts[1:]  # drop the slug
+            ref = self._ref(path, parts)
+            if ref is not None:
+                refs.append(ref)
+        return newest_first(refs)
+
+    def _ref(self, path: Path, parts: tuple[str, ...]) -> SessionRef | None:
+        if len(parts) == 1:
+            return self.ref_for(path, key=path.stem, session_id=path.stem)
+        # The owner is the first directory under the slug, however deep the nesting goes.
+        if "subagents" in parts and path.name.startswith("agent-"):
+            owner = parts[0]
+            return self.ref_for(path, key="/".join(parts)[: -len(".jsonl")], session_id=owner)
+        return None  # journal.jsonl and other non-session files
+
+    def classify(self, record: dict[str, Any]) -> Verdict:
+        """See module-level classify."""
+        return classify(record)
+
+    def to_items(
+        self, record: dict[str, Any], verdict: Verdict, ctx: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        """See module-level to_items."""
+        return to_items(record, verdict, ctx)

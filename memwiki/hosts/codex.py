@@ -1,0 +1,182 @@
+"""OpenAI Codex CLI: $CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl (and archived_sessions)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from ..config import Config
+from .base import JsonlSource, SessionRef, env_path, newest_first, walk_jsonl
+from .records import ROLES, TEXT_BLOCKS, Verdict, message, parse_json_text, tool_call, tool_result
+
+HOST = "codex"
+SELF_SESSION_VAR = "CODEX_THREAD_ID"
+# Harness text Codex injects as if the user had typed it (hosts.md §2).
+INJECTED_MARKERS = (
+    "<environment_context>",
+    "<turn_aborted>",
+    "# AGENTS.md instructions for",
+    "<user_instructions>",
+    "<permissions instructions>",
+    "<recommended_plugins>",
+)
+TOOL_TYPES = frozenset(
+    {
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "web_search_call",
+    }
+)
+_UUID_TAIL = re.compile(
+    r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$"
+)
+
+
+def codex_home(config: Config) -> Path:
+    """~/.codex, or CODEX_HOME."""
+    return env_path(config, "CODEX_HOME") or config.home / ".codex"
+
+
+def instruction_file(config: Config) -> Path | None:
+    """$CODEX_HOME/AGENTS.md, or AGENTS.override.md when that exists (it wins)."""
+    override = codex_home(config) / "AGENTS.override.md"
+    return override if override.is_file() else codex_home(config) / "AGENTS.md"
+
+
+def host_present(config: Config) -> bool:
+    """True when the Codex home directory exists."""
+    return codex_home(config).is_dir()
+
+
+def _texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        return []
+    return [
+        b["text"]
+        for b in content
+        if isinstance(b, dict) and b.get("type") in TEXT_BLOCKS and isinstance(b.get("text"), str)
+    ]
+
+
+def is_injected(text: str) -> bool:
+    """True when a text item starts (after leading whitespace) with a harness marker."""
+    return text.lstrip().startswith(INJECTED_MARKERS)
+
+
+def _is_tool_type(kind: Any) -> bool:
+    return isinstance(kind, str) and (
+        kind in TOOL_TYPES or "function_call" in kind or "tool" in kind
+    )
+
+
+def classify(record: dict[str, Any]) -> Verdict:
+    """hosts.md §2: response_item messages and tool calls; injected context and the rest drop."""
+    payload = record.get("payload")
+    if not isinstance(payload, dict) or record.get("type") != "response_item":
+        return Verdict.DROP  # session_meta, turn_context, event_msg echoes, compacted, …
+    return classify_payload(payload)
+
+
+def classify_payload(payload: dict[str, Any]) -> Verdict:
+    """The verdict for a payload object, whatever envelope carried it (generic dialect 1)."""
+    kind = payload.get("type")
+    if kind == "message":
+        role = payload.get("role")
+        if role not in ROLES:
+            return Verdict.DROP  # developer and system prompts
+        texts = _texts(payload.get("content"))
+        # Per item: one item of real prose keeps the record.
+        if role == "user" and texts and all(is_injected(t) for t in texts):
+            return Verdict.DROP
+        return Verdict.MESSAGE
+    return Verdict.TOOL if _is_tool_type(kind) else Verdict.DROP
+
+
+def to_items(record: dict[str, Any], verdict: Verdict, ctx: dict[str, Any]) -> list[dict[str, Any]]:
+    """Canonical items for a kept response_item."""
+    payload = record["payload"]
+    kind = payload.get("type")
+    if kind == "message":
+        texts = _texts(payload.get("content"))
+        if payload.get("role") == "user":
+            texts = [t for t in texts if not is_injected(t)]
+        return message(payload["role"], "\n\n".join(texts))
+    call_id = payload.get("call_id", payload.get("id"))
+    if kind in ("function_call", "custom_tool_call"):
+        args = payload.get("arguments", payload.get("input", {}))
+        return tool_call(payload.get("name"), parse_json_text(args), call_id, ctx)
+    if kind == "local_shell_call":
+        return tool_call("local_shell", payload.get("action", {}), call_id, ctx)
+    if kind == "web_search_call":
+        return tool_call("web_search", payload.get("action", {}), call_id, ctx)
+    output = payload.get("output", payload.get("content", ""))
+    is_error = None
+    if isinstance(output, dict) and "content" in output:
+        success = output.get("success")
+        is_error = (not success) if isinstance(success, bool) else None
+        output = output["content"]
+    return tool_result(output, call_id, ctx, is_error=is_error)
+
+
+def session_id_of(path: Path) -> str:
+    """session_meta.payload.id from line 1; else the stem's trailing UUID; else the stem."""
+    try:
+        with path.open("rb") as fh:
+            first = fh.readline()
+        meta = json.loads(first)
+        if meta.get("type") == "session_meta" and isinstance(meta.get("payload"), dict):
+            sid = meta["payload"].get("id")
+            if isinstance(sid, str) and sid:
+                return sid
+    except (OSError, ValueError, AttributeError):
+        pass
+    match = _UUID_TAIL.search(path.stem)
+    return match.group(1) if match else path.stem
+
+
+class Source(JsonlSource):
+    """Reader for Codex rollout files."""
+
+    host = HOST
+
+    def default_location(self) -> Path | None:
+        """$CODEX_HOME (sessions/ and archived_sessions/ are both read)."""
+        return codex_home(self.config)
+
+    def list_sessions(self) -> list[SessionRef]:
+        """Rollout files, newest first; keyed by session id so archiving a file keeps its cursor."""
+        root = self.location
+        if root is None or not root.is_dir():
+            return []
+        if self.session_dir is None:
+            roots = [root / "sessions", root / "archived_sessions"]
+        else:
+            roots = [root]
+        by_id: dict[str, SessionRef] = {}
+        for base in roots:
+            for path in walk_jsonl(base):
+                if not path.name.startswith("rollout-"):
+                    continue
+                sid = session_id_of(path)
+                ref = self.ref_for(path, key=sid, session_id=sid)
+                # A session both live and archived: the newer copy wins.
+                if sid not in by_id or ref.mtime > by_id[sid].mtime:
+                    by_id[sid] = ref
+        return newest_first(by_id.values())
+
+    def classify(self, record: dict[str, Any]) -> Verdict:
+        """See module-level classify."""
+        return classify(record)
+
+    def to_items(
+        self, record: dict[str, Any], verdict: Verdict, ctx: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        """See module-level to_items."""
+        return to_items(record, verdict, ctx)

@@ -1,0 +1,128 @@
+"""Slicing what is new in a host's sessions into canonical schema-1.0 sessions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..config import Config
+from . import openclaw
+from .base import SCHEMA_VERSION, SessionRef, SessionSlice, TranscriptSource, get_source
+from .records import Verdict, parse_record
+
+# Host variables naming the session a scheduled run is in (hosts.md §9).
+SELF_SESSION_VARS = {
+    "claude-code": "CLAUDE_CODE_SESSION_ID",
+    "hermes": "HERMES_SESSION_ID",
+    "cursor": "CURSOR_CONVERSATION_ID",
+    "codex": "CODEX_THREAD_ID",
+}
+
+
+def read_slice(
+    source: TranscriptSource, ref: SessionRef, entry: dict[str, Any] | None
+) -> SessionSlice:
+    """Read one stream after its cursor entry and convert the kept records."""
+    result = source.read(ref, entry)
+    counts = {"message": 0, "tool": 0, "drop": result.extra_drops, "unrecognized": 0}
+    items: list[dict[str, Any]] = []
+    ctx: dict[str, Any] = {}
+    for raw in result.records:
+        record = parse_record(raw)
+        if record is None or not source.recognizes(record):
+            counts["drop"] += 1
+            counts["unrecognized"] += 1
+            continue
+        verdict = source.classify(record)
+        counts[verdict.value] += 1
+        if verdict is not Verdict.DROP:
+            items.extend(source.to_items(record, verdict, ctx))
+    has_message = any(it["type"] == "message" for it in items)
+    session = {"schema_version": SCHEMA_VERSION, "items": items} if has_message else None
+    return SessionSlice(
+        host=source.host,
+        session_id=ref.session_id,
+        key=ref.key,
+        source_path=str(ref.path),
+        cursor=result.cursor,
+        counts=counts,
+        session=session,
+    )
+
+
+def _skipped(ref: SessionRef, skip: set[str]) -> bool:
+    return ref.session_id in skip or ref.key in skip or any(a in skip for a in ref.aliases)
+
+
+def _with_children(refs: list[SessionRef], skip: set[str]) -> set[str]:
+    # A Hermes compression split starts a child session of a claimed one: claim it too.
+    skip = set(skip)
+    grew = True
+    while grew:
+        grew = False
+        for ref in refs:
+            if ref.parent_id in skip and ref.session_id not in skip:
+                skip.add(ref.session_id)
+                grew = True
+    return skip
+
+
+def collect_new_sessions(
+    host: str,
+    config: Config,
+    cursor_state: dict[str, Any],
+    session_dir: Path | None = None,
+    max_sessions: int = 10,
+    skip_session_ids: Iterable[str] = (),
+) -> list[SessionSlice]:
+    """New content since the cursor, newest first, at most max_sessions memorizable slices.
+
+    Streams that advanced without any new message come back too, with session=None, so
+    the caller can record their cursor; only slices with .memorizable go to memorize.
+    Self sessions (skip_session_ids and the state's claimed list) are passed over,
+    never ending the scan.
+    """
+    source = get_source(host, config, session_dir)
+    streams = cursor_state.get("streams", {})
+    refs = source.list_sessions()
+    skip = _with_children(refs, set(skip_session_ids) | set(cursor_state.get("claimed", [])))
+    out: list[SessionSlice] = []
+    taken = 0
+    for ref in refs:
+        if taken >= max_sessions:
+            break
+        if _skipped(ref, skip):
+            continue
+        entry = streams.get(ref.key)
+        if source.unchanged(ref, entry):
+            continue
+        sl = read_slice(source, ref, entry)
+        if entry is not None and sl.cursor == entry:
+            continue
+        out.append(sl)
+        taken += sl.memorizable
+    return out
+
+
+def self_session_ids(config: Config, host: str | None = None) -> set[str]:
+    """The current host session ids when this is the scheduled bridging run; else empty."""
+    if not config.bridging_run:
+        return set()
+    hosts = [host] if host else [*SELF_SESSION_VARS, "openclaw"]
+    ids = {(config.host_env.get(SELF_SESSION_VARS.get(h, "")) or "").strip() for h in hosts}
+    if "openclaw" in hosts:
+        # The wrapper starts OpenClaw with this explicit session id: the invocation names it.
+        ids.add(openclaw.BRIDGE_SESSION_ID)
+    return {i for i in ids if i}
+
+
+def self_session_warning(config: Config, host: str) -> str | None:
+    """A one-line warning when a scheduled run cannot tell which session is its own."""
+    var = SELF_SESSION_VARS.get(host)
+    if not config.bridging_run or var is None or config.host_env.get(var, "").strip():
+        return None
+    return (
+        f"warning: scheduled {host} run but {var} is empty: "
+        "this run's own session cannot be skipped and may be mined next time"
+    )

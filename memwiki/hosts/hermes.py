@@ -1,0 +1,189 @@
+"""Hermes Agent: the SQLite store $HERMES_HOME/state.db (and profiles/<name>/state.db)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from ..config import Config
+from .base import ReadResult, SessionRef, TranscriptSource, env_path, newest_first
+from .records import (
+    ROLES,
+    Verdict,
+    block_items,
+    classify_blocks,
+    message,
+    parse_json_text,
+    tool_call,
+    tool_result,
+)
+from .sqlite_ro import connect_ro, epoch_seconds, table_columns
+
+HOST = "hermes"
+SELF_SESSION_VAR = "HERMES_SESSION_ID"
+DB_NAME = "state.db"
+ROW_COLUMNS = ("role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp")
+
+
+def hermes_home(config: Config) -> Path:
+    """~/.hermes, or HERMES_HOME."""
+    return env_path(config, "HERMES_HOME") or config.home / ".hermes"
+
+
+def instruction_file(config: Config) -> Path | None:
+    """$HERMES_HOME/SOUL.md (the block goes inline: skills load on demand)."""
+    return hermes_home(config) / "SOUL.md"
+
+
+def host_present(config: Config) -> bool:
+    """True when the Hermes home directory exists."""
+    return hermes_home(config).is_dir()
+
+
+def _has_content(value: Any) -> bool:
+    return (isinstance(value, str) and bool(value.strip())) or (
+        isinstance(value, list) and bool(value)
+    )
+
+
+def classify(record: dict[str, Any]) -> Verdict:
+    """hosts.md §5 (also generic dialect 5): flat chat rows with role and content."""
+    role = record.get("role")
+    if role == "tool" or (role in ROLES and record.get("tool_call_id")):
+        return Verdict.TOOL
+    if role not in ROLES:
+        return Verdict.DROP  # system, session_meta, unknown roles
+    content = record.get("content")
+    if isinstance(content, list):
+        verdict = classify_blocks(content)
+        if verdict is not Verdict.DROP:
+            return verdict
+    elif _has_content(content):
+        return Verdict.MESSAGE
+    return Verdict.TOOL if record.get("tool_calls") else Verdict.DROP
+
+
+def to_items(record: dict[str, Any], verdict: Verdict, ctx: dict[str, Any]) -> list[dict[str, Any]]:
+    """Canonical items for a flat chat row."""
+    if verdict is Verdict.TOOL and (record.get("role") == "tool" or record.get("tool_call_id")):
+        return tool_result(
+            record.get("content", ""), record.get("tool_call_id"), ctx, name=record.get("tool_name")
+        )
+    role, content = record["role"], record.get("content")
+    items = block_items(role, content, ctx) if isinstance(content, list) else []
+    if isinstance(content, str):
+        items = message(role, content)
+    calls = parse_json_text(record.get("tool_calls"))
+    for call in calls if isinstance(calls, list) else []:
+        if not isinstance(call, dict):
+            continue
+        fn = call.get("function") if isinstance(call.get("function"), dict) else call
+        args = parse_json_text(fn.get("arguments", {}))
+        items.extend(tool_call(fn.get("name"), args, call.get("id"), ctx))
+    return items
+
+
+class Source(TranscriptSource):
+    """Reader for the Hermes SQLite store (cursor = highest message row id read)."""
+
+    host = HOST
+
+    def default_location(self) -> Path | None:
+        """$HERMES_HOME."""
+        return hermes_home(self.config)
+
+    def databases(self) -> list[tuple[str, Path]]:
+        """(key prefix, path) for every state.db: the default one, then named profiles."""
+        loc = self.location
+        if loc is None:
+            return []
+        if loc.is_file():
+            return [("", loc)]
+        found = [("", loc / DB_NAME)] if (loc / DB_NAME).is_file() else []
+        for db in sorted((loc / "profiles").glob(f"*/{DB_NAME}")):
+            found.append((f"profiles/{db.parent.name}:", db))
+        return found
+
+    def list_sessions(self) -> list[SessionRef]:
+        """One virtual stream per session id, newest activity first."""
+        refs: list[SessionRef] = []
+        for prefix, db in self.databases():
+            try:
+                refs.extend(self._list_db(prefix, db))
+            except sqlite3.Error:
+                continue  # not a Hermes store, or locked beyond the busy timeout
+        return newest_first(refs)
+
+    def _list_db(self, prefix: str, db: Path) -> list[SessionRef]:
+        with connect_ro(db) as conn:
+            if "session_id" not in table_columns(conn, "messages"):
+                return []
+            rows = conn.execute(
+                "SELECT session_id, MAX(timestamp), MAX(id) FROM messages GROUP BY session_id"
+            ).fetchall()
+            parents: dict[str, str] = {}
+            if "parent_session_id" in table_columns(conn, "sessions"):
+                parents = dict(
+                    conn.execute(
+                        "SELECT id, parent_session_id FROM sessions"
+                        " WHERE parent_session_id IS NOT NULL"
+                    ).fetchall()
+                )
+        return [
+            SessionRef(
+                self.host,
+                key=f"{prefix}{sid}",
+                session_id=str(sid),
+                path=db,
+                mtime=epoch_seconds(ts),
+                signature=str(max_id),
+                parent_id=parents.get(sid),
+            )
+            for sid, ts, max_id in rows
+            if sid is not None
+        ]
+
+    def read(self, ref: SessionRef, entry: dict[str, Any] | None) -> ReadResult:
+        """Rows with id above the cursor, as JSON objects without NULL columns."""
+        pos = int((entry or {}).get("pos", 0))
+        with connect_ro(ref.path) as conn:
+            present = table_columns(conn, "messages")
+            cols = [c for c in ROW_COLUMNS if c in present]
+            dup = "0"
+            if "active" in present:
+                # Compaction re-inserts retained context as new rows; a copy of a row already
+                # mined and since deactivated is not new content.
+                dup = (
+                    "EXISTS (SELECT 1 FROM messages o WHERE o.session_id = m.session_id"
+                    " AND o.id <= :pos AND o.active = 0 AND o.role IS m.role"
+                    " AND o.content IS m.content AND o.tool_calls IS m.tool_calls)"
+                )
+            select = ", ".join(["m.id", f"{dup} AS dup", *(f"m.{c}" for c in cols)])
+            rows = conn.execute(
+                f"SELECT {select} FROM messages m WHERE m.session_id = :sid AND m.id > :pos"
+                " ORDER BY m.id",
+                {"sid": ref.session_id, "pos": pos},
+            ).fetchall()
+        records = [
+            {c: v for c, v in zip(cols, row[2:], strict=True) if v is not None}
+            for row in rows
+            if not row[1]
+        ]
+        cursor = {
+            "pos": max([pos, *(row[0] for row in rows)]),
+            "sig": ref.signature,
+            "session_id": ref.session_id,
+            "path": str(ref.path),
+        }
+        return ReadResult(records=records, cursor=cursor, extra_drops=len(rows) - len(records))
+
+    def classify(self, record: dict[str, Any]) -> Verdict:
+        """See module-level classify."""
+        return classify(record)
+
+    def to_items(
+        self, record: dict[str, Any], verdict: Verdict, ctx: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        """See module-level to_items."""
+        return to_items(record, verdict, ctx)

@@ -1,0 +1,181 @@
+"""OpenClaw: per-agent SQLite transcripts, plus legacy per-session JSONL files."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from ..config import Config
+from .base import JsonlSource, ReadResult, SessionRef, env_path, newest_first
+from .records import ROLES, TOOL_CALL_BLOCKS, Verdict, block_items, block_types, tool_result
+from .sqlite_ro import connect_ro, epoch_seconds, table_columns
+
+HOST = "openclaw"
+DB_RELPATH = ("agent", "openclaw-agent.sqlite")
+# The session id memwiki's scheduled OpenClaw run uses (the wrapper passes it explicitly).
+BRIDGE_SESSION_ID = "memwiki-bridge"
+
+
+def state_dir(config: Config) -> Path:
+    """OPENCLAW_STATE_DIR, else ~/.openclaw under OPENCLAW_HOME (which replaces HOME)."""
+    explicit = env_path(config, "OPENCLAW_STATE_DIR")
+    if explicit:
+        return explicit
+    return (env_path(config, "OPENCLAW_HOME") or config.home) / ".openclaw"
+
+
+def instruction_file(config: Config) -> Path | None:
+    """The default workspace's AGENTS.md."""
+    return state_dir(config) / "workspace" / "AGENTS.md"
+
+
+def host_present(config: Config) -> bool:
+    """True when the OpenClaw state directory exists."""
+    return state_dir(config).is_dir()
+
+
+def classify(record: dict[str, Any]) -> Verdict:
+    """hosts.md §4: user/assistant messages; toolResult and toolCall-only entries are TOOL."""
+    msg = record.get("message")
+    if record.get("type") != "message" or not isinstance(msg, dict):
+        return Verdict.DROP  # session header, model_change, compaction, branch_summary, …
+    role = msg.get("role")
+    if role in ("toolResult", "tool"):
+        return Verdict.TOOL
+    if role not in ROLES:
+        return Verdict.DROP
+    kinds = block_types(msg.get("content"))
+    if role == "assistant" and kinds and kinds <= TOOL_CALL_BLOCKS | {"thinking"}:
+        return Verdict.TOOL if kinds & TOOL_CALL_BLOCKS else Verdict.DROP
+    return Verdict.MESSAGE
+
+
+def to_items(record: dict[str, Any], verdict: Verdict, ctx: dict[str, Any]) -> list[dict[str, Any]]:
+    """Canonical items for a kept message entry."""
+    msg = record["message"]
+    if msg.get("role") in ("toolResult", "tool"):
+        return tool_result(
+            msg.get("content", ""),
+            msg.get("toolCallId"),
+            ctx,
+            name=msg.get("toolName"),
+            is_error=msg.get("isError"),
+        )
+    return block_items(msg["role"], msg.get("content"), ctx)
+
+
+def _legacy_skipped(path: Path) -> bool:
+    name = path.name
+    return (
+        name.endswith(".trajectory.jsonl")
+        or ".checkpoint." in name
+        or "session-sqlite-import-archive" in path.parts
+    )
+
+
+class Source(JsonlSource):
+    """Reader for OpenClaw agent stores (database rows win over legacy files)."""
+
+    host = HOST
+
+    def default_location(self) -> Path | None:
+        """The state directory (agents/ below it)."""
+        return state_dir(self.config)
+
+    def list_sessions(self) -> list[SessionRef]:
+        """Database sessions and legacy JSONL sessions of every agent, newest first."""
+        root = self.location
+        agents = root / "agents" if root else None
+        if agents is None or not agents.is_dir():
+            return []
+        refs: dict[str, SessionRef] = {}
+        for agent_dir in sorted(p for p in agents.iterdir() if p.is_dir()):
+            db = agent_dir.joinpath(*DB_RELPATH)
+            if db.is_file():
+                with contextlib.suppress(sqlite3.Error):
+                    refs.update({r.key: r for r in self._list_db(agent_dir.name, db)})
+            for path in sorted((agent_dir / "sessions").rglob("*.jsonl")):
+                key = f"{agent_dir.name}/{path.stem}"
+                if _legacy_skipped(path) or key in refs:
+                    continue  # trace-only, duplicate, already imported, or in the database
+                refs[key] = self.ref_for(path, key=key, session_id=key, aliases=(path.stem,))
+        return newest_first(refs.values())
+
+    def _list_db(self, agent: str, db: Path) -> list[SessionRef]:
+        with connect_ro(db) as conn:
+            if "session_id" not in table_columns(conn, "transcript_events"):
+                return []
+            rows = conn.execute(
+                "SELECT session_id, MAX(seq), MAX(created_at) FROM transcript_events"
+                " GROUP BY session_id"
+            ).fetchall()
+            keys: dict[str, Any] = {}
+            if "session_key" in table_columns(conn, "session_windows"):
+                keys = dict(conn.execute("SELECT session_id, session_key FROM session_windows"))
+            gens = _generations(conn)
+        refs = []
+        for sid, max_seq, created in rows:
+            aliases = [str(sid)]
+            parts = str(keys.get(sid) or "").split(":")
+            # agent:<agentId>:cron:<jobId>:run:<sessionId> — a registered job id claims its runs.
+            if len(parts) >= 4 and parts[0] == "agent" and parts[2] == "cron":
+                aliases.append(f"cron:{parts[3]}")
+            gen = gens.get(sid, 0)
+            refs.append(
+                SessionRef(
+                    self.host,
+                    key=f"{agent}/{sid}",
+                    session_id=f"{agent}/{sid}",
+                    path=db,
+                    mtime=epoch_seconds(created),
+                    signature=f"{gen}:{max_seq}",
+                    aliases=tuple(aliases),
+                )
+            )
+        return refs
+
+    def read(self, ref: SessionRef, entry: dict[str, Any] | None) -> ReadResult:
+        """Database rows after the cursor's seq (a new rewrite generation restarts it)."""
+        if ref.path.suffix == ".jsonl":
+            return super().read(ref, entry)
+        raw_sid = ref.session_id.split("/", 1)[1]
+        entry = entry or {}
+        with connect_ro(ref.path) as conn:
+            gen = _generations(conn).get(raw_sid, 0)
+            pos = int(entry.get("pos", 0)) if entry.get("generation", 0) == gen else 0
+            rows = conn.execute(
+                "SELECT seq, event_json FROM transcript_events WHERE session_id = ? AND seq > ?"
+                " ORDER BY seq",
+                (raw_sid, pos),
+            ).fetchall()
+        cursor = {
+            "pos": max([pos, *(r[0] for r in rows)]),
+            "generation": gen,
+            "sig": ref.signature,
+            "session_id": ref.session_id,
+            "path": str(ref.path),
+        }
+        return ReadResult(records=[r[1] for r in rows if r[1]], cursor=cursor)
+
+    def classify(self, record: dict[str, Any]) -> Verdict:
+        """See module-level classify."""
+        return classify(record)
+
+    def to_items(
+        self, record: dict[str, Any], verdict: Verdict, ctx: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        """See module-level to_items."""
+        return to_items(record, verdict, ctx)
+
+
+def _generations(conn: sqlite3.Connection) -> dict[Any, int]:
+    if "generation" not in table_columns(conn, "transcript_rewrite_watermarks"):
+        return {}
+    return {
+        sid: int(gen or 0)
+        for sid, gen in conn.execute(
+            "SELECT session_id, generation FROM transcript_rewrite_watermarks"
+        )
+    }

@@ -1,0 +1,38 @@
+"""Read-only SQLite access to a host's live database: never take its write lock."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+# Short, so that a reader facing a rollback-journal writer's commit gives up quickly.
+BUSY_TIMEOUT_S = 2.0
+
+
+def ro_uri(path: Path) -> str:
+    """A percent-encoded read-only URI; a raw path with % or # would silently lose mode=ro."""
+    return f"file:{quote(str(Path(path).resolve()), safe='/')}?mode=ro"
+
+
+@contextmanager
+def connect_ro(path: Path) -> Iterator[sqlite3.Connection]:
+    """A short-lived read-only connection (closed on exit so no read lock lingers)."""
+    conn = sqlite3.connect(ro_uri(path), uri=True, timeout=BUSY_TIMEOUT_S)
+    with closing(conn):
+        conn.execute("PRAGMA query_only = ON")
+        yield conn
+
+
+def table_columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    """The column names of a table (empty when the table does not exist)."""
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def epoch_seconds(value: object) -> float:
+    """An epoch timestamp in seconds; numbers above 1e11 are milliseconds (hosts.md §7)."""
+    if isinstance(value, int | float):
+        return float(value) / 1000.0 if value > 1e11 else float(value)
+    return 0.0
