@@ -133,8 +133,16 @@ class Index:
             return "missing BM25 directory"
         if bm25.latest_generation(self.directory / state.bm25_dir) != state.whoosh_generation:
             return "BM25 index does not match the manifest"
-        if state.vectors_file and not (self.directory / state.vectors_file).is_file():
-            return "missing vector matrix"
+        if state.vectors_file:
+            try:
+                size = (self.directory / state.vectors_file).stat().st_size
+            except OSError:
+                return "missing vector matrix"
+            # .npy = a small header (a multiple of 64 bytes) + the float32 data; checked by
+            # size so that BM25-only reads need not import numpy.
+            data = len(state.rows) * state.embedder["dim"] * 4
+            if not data + 64 <= size <= data + 4096:
+                return "vector matrix has the wrong size"
         return None
 
     def _load(self) -> tuple[st.State | None, str | None]:
