@@ -1,1 +1,19 @@
-"""memorize."""
+"""Memorize: turn finished agent sessions into RecallFiles through prepared jobs and git runs."""
+
+from __future__ import annotations
+
+from .commit import CommitResult, commit
+from .prepare import PrepareResult, prepare, prepare_sessions
+from .runs import DiscardResult, RunStatus, discard, status
+
+__all__ = [
+    "CommitResult",
+    "DiscardResult",
+    "PrepareResult",
+    "RunStatus",
+    "commit",
+    "discard",
+    "prepare",
+    "prepare_sessions",
+    "status",
+]

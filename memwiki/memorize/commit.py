@@ -1,0 +1,261 @@
+"""memorize commit: validate the executor's edits, commit them on the run branch, merge, clean up.
+
+Every step records its outcome in run.json before the next one starts, so a process
+killed anywhere can run `commit` again: it finishes the job without committing twice.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pygit2
+
+from .. import gitstore
+from ..errors import StateError
+from . import merge, runstate, worktrees
+from .runstate import COMMITTED, COMMITTING, MERGING, PREPARED, WORKSPACE, RunState
+from .validate import Changes, RunInvalid, check, stage_changes, stamp
+
+if TYPE_CHECKING:
+    from ..wiki import Wiki
+
+Checkpoint = Callable[[str], None]
+Reindex = Callable[[], None]
+
+
+@dataclass
+class CommitResult:
+    """What a run's commit did to the wiki."""
+
+    run_id: str
+    commit: str | None  # the merge commit on the wiki's branch; None when nothing changed
+    created: list[str]
+    updated: list[str]
+    deleted: list[str]
+    conflicts: list[dict[str, Any]]
+    run_commit: str | None = None
+    already_committed: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (the `memorize commit --json` schema)."""
+        return {
+            "run_id": self.run_id,
+            "commit": self.commit,
+            "created": list(self.created),
+            "updated": list(self.updated),
+            "deleted": list(self.deleted),
+            "conflicts": [dict(c) for c in self.conflicts],
+            "run_commit": self.run_commit,
+            "already_committed": self.already_committed,
+            "warnings": list(self.warnings),
+        }
+
+
+def _noop(_: str) -> None:
+    pass
+
+
+def _names(paths: list[str]) -> str:
+    return ", ".join(p.removesuffix(".md") for p in paths)
+
+
+def _trailers(state: RunState) -> str:
+    sessions = ", ".join(state.source_ids) or "none"
+    return f"Memwiki-Run: {state.run_id}\nMemwiki-Sessions: {sessions}\n"
+
+
+def run_commit_message(state: RunState, changes: Changes) -> str:
+    """Subject naming what changed, a body listing every path, then the trailers."""
+    parts = [
+        f"{verb} {_names(paths)}"
+        for verb, paths in (
+            ("created", changes.created),
+            ("updated", changes.updated),
+            ("deleted", changes.deleted),
+        )
+        if paths
+    ]
+    subject = f"memorize run {state.run_id}: " + "; ".join(parts)
+    if len(subject) > 72:
+        counts = ", ".join(
+            f"{verb} {len(paths)}"
+            for verb, paths in (
+                ("created", changes.created),
+                ("updated", changes.updated),
+                ("deleted", changes.deleted),
+            )
+            if paths
+        )
+        subject = f"memorize run {state.run_id}: {counts}"
+    body = [f"Created: {p}" for p in changes.created]
+    body += [f"Updated: {p}" for p in changes.updated]
+    body += [f"Deleted: {p}" for p in changes.deleted]
+    return f"{subject}\n\n" + "\n".join(body) + "\n\n" + _trailers(state)
+
+
+def merge_message(state: RunState, conflicts: list[dict[str, Any]]) -> str:
+    """The merge commit's message: what it merges, the conflict copies it made, the trailers."""
+    lines = [f"memorize: merge run {state.run_id}", ""]
+    if conflicts:
+        lines.append("Conflicts (both versions kept):")
+        for c in conflicts:
+            where = f" -> {c['copy']}" if c.get("copy") else f" ({c['kind']}, kept {c['kept']})"
+            lines.append(f"- {c['path']}{where}")
+        lines.append("")
+    return "\n".join(lines) + "\n" + _trailers(state)
+
+
+def _result(state: RunState, already: bool = False) -> CommitResult:
+    return CommitResult(
+        run_id=state.run_id,
+        commit=state.merge_commit,
+        created=list(state.created_files),
+        updated=list(state.updated_files),
+        deleted=list(state.deleted_files),
+        conflicts=[dict(c) for c in state.conflicts],
+        run_commit=state.run_commit,
+        already_committed=already,
+    )
+
+
+def cleanup(repo: pygit2.Repository, run_id: str, directory: Path) -> None:
+    """Remove the worktree, the branch and the run's files; run.json stays as the record."""
+    worktrees.remove(repo, run_id, directory / WORKSPACE)
+    for name in ("transcripts", "jobs"):
+        shutil.rmtree(directory / name, ignore_errors=True)
+    (directory / "EXECUTOR.md").unlink(missing_ok=True)
+
+
+def _finish(
+    repo: pygit2.Repository, state: RunState, directory: Path, checkpoint: Checkpoint
+) -> None:
+    state.phase = COMMITTED
+    runstate.save_state(directory, state)
+    checkpoint("recorded")
+    cleanup(repo, state.run_id, directory)
+
+
+def _recover(
+    repo: pygit2.Repository, ref_name: str, state: RunState, directory: Path
+) -> CommitResult | None:
+    """Finish a run whose merge already happened (a crash, a retry); None if it has not."""
+    head = repo.references[ref_name].target
+    if state.phase == MERGING and state.merge_commit:
+        merged_oid = pygit2.Oid(hex=state.merge_commit)
+        if merge.finish_checkout(repo, ref_name, merged_oid):
+            _finish(repo, state, directory, _noop)
+            return _result(state, already=True)
+    if state.run_commit is None or not worktrees.is_merged(repo, state.run_commit, head):
+        return None
+    if not (state.merge_commit and worktrees.is_merged(repo, state.merge_commit, head)):
+        # Merged some other way (by hand, or our merge commit was lost): find the merge.
+        state.merge_commit = merge.find_merge_of(repo, state.run_commit, head) or state.run_commit
+        state.conflicts = []
+    _finish(repo, state, directory, _noop)
+    return _result(state, already=True)
+
+
+def _commit_run_branch(
+    wiki: Wiki, state: RunState, directory: Path, checkpoint: Checkpoint
+) -> bool:
+    """Validate and commit the workspace on the run branch; False when nothing changed."""
+    workspace = directory / WORKSPACE
+    if not workspace.is_dir():
+        raise StateError(
+            f"run {state.run_id} has lost its workspace: discard it with "
+            f"`memwiki memorize discard {state.run_id}`"
+        )
+    wrepo = worktrees.open_workspace(workspace)
+    if wrepo.head_is_detached or wrepo.head.name != f"refs/heads/{state.branch}":
+        raise StateError(f"run {state.run_id}: the workspace is no longer on {state.branch}")
+    base = wiki.repo[state.base_commit].peel(pygit2.Commit)
+    changes = stage_changes(wrepo, base)
+    problems = check(wrepo, changes)
+    if problems:
+        raise RunInvalid(state.run_id, problems)
+    if not changes:
+        return False
+    stamp(wrepo, changes, runstate.now_iso())
+    gitstore.stage_all(wrepo)
+    state.created_files, state.updated_files = changes.created, changes.updated
+    state.deleted_files = changes.deleted
+    state.run_commit = gitstore.commit_index(wrepo, run_commit_message(state, changes))
+    state.phase = COMMITTING
+    runstate.save_state(directory, state)
+    checkpoint("run-committed")
+    return True
+
+
+def _commit_locked(
+    wiki: Wiki, run_id: str, directory: Path, checkpoint: Checkpoint
+) -> CommitResult:
+    state = runstate.load_state(directory)
+    if state is None or state.phase == runstate.PREPARING:
+        raise StateError(
+            f"run {run_id} is incomplete (its prepare did not finish): "
+            f"discard it with `memwiki memorize discard {run_id}`"
+        )
+    repo = wiki.repo
+    if state.phase == COMMITTED:
+        cleanup(repo, run_id, directory)
+        return _result(state, already=True)
+    ref_name, _ = merge.current_branch_head(repo)
+    recovered = _recover(repo, ref_name, state, directory)
+    if recovered is not None:
+        return recovered
+    if state.phase == PREPARED and not _commit_run_branch(wiki, state, directory, checkpoint):
+        state.merge_commit = None
+        _finish(repo, state, directory, checkpoint)
+        return _result(state)
+    # Hand edits made in the wiki while the run was open are committed first, so the
+    # merge below sees them and nothing uncommitted is in the way of the checkout.
+    gitstore.commit_all(repo, None)
+    checkpoint("hand-edits-committed")
+    ref_name, head = merge.current_branch_head(repo)
+    assert state.run_commit is not None
+    if worktrees.is_merged(repo, state.run_commit, head.id):
+        recovered = _recover(repo, ref_name, state, directory)
+        assert recovered is not None
+        return recovered
+    theirs = repo[state.run_commit].peel(pygit2.Commit)
+    oid, conflicts = merge.make_merge_commit(
+        repo,
+        head,
+        theirs,
+        f"run-{run_id}",
+        lambda found: merge_message(state, [c.to_dict() for c in found]),
+    )
+    state.conflicts = [c.to_dict() for c in conflicts]
+    state.merge_commit = str(oid)
+    state.phase = MERGING
+    runstate.save_state(directory, state)
+    checkpoint("merge-made")
+    merge.advance(repo, ref_name, oid, run_id)
+    checkpoint("merged")
+    _finish(repo, state, directory, checkpoint)
+    return _result(state)
+
+
+def commit(
+    wiki: Wiki,
+    run_id: str,
+    reindex: Reindex | None = None,
+    *,
+    _checkpoint: Checkpoint | None = None,
+) -> CommitResult:
+    """Validate, commit and merge a run into the wiki's branch, then reindex and clean up."""
+    checkpoint = _checkpoint or _noop
+    directory = runstate.require_run_dir(wiki.sidecar, run_id)
+    with wiki.write_lock():
+        result = _commit_locked(wiki, run_id, directory, checkpoint)
+    if reindex is not None and result.commit is not None:
+        try:
+            reindex()
+        except Exception as exc:  # the index is a cache: the next retrieve repairs it
+            result.warnings.append(f"reindex failed ({exc}); the next retrieve will catch up")
+    return result

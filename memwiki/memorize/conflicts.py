@@ -1,0 +1,203 @@
+"""The conflict-copy scheme: resolve every conflict of a merge so that nothing is lost.
+
+Used by memorize commit (label ``run-<id>``) and by sync (label ``remote``):
+
+- both sides changed (or both added) a file: "ours" stays at its path and "theirs"
+  is written beside it as ``<dir>/<stem>.conflict-<label>-<sha7><ext>``, where sha7 is
+  the short id of theirs' blob. A markdown copy keeps its frontmatter keys, with
+  ``name`` set to the copy's stem and ``conflict_of: <dir>/<stem>`` plus
+  ``conflict_label: <label>`` added, so lint can point at it;
+- one side deleted a file the other changed: the changed version stays;
+- before any of that, a conflict that exists only because both sides stamped a new
+  ``updated:`` timestamp is merged normally, keeping the later timestamp.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import pygit2
+
+from ..errors import InvalidInput
+
+LABEL_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,80}$")
+COPY_RE = re.compile(
+    r"^(?P<stem>.+)\.conflict-(?P<label>[a-z0-9][a-z0-9-]*)-(?P<sha>[0-9a-f]{7,40})(?P<ext>\.[^./]+)?$"
+)
+_TOP_KEY = re.compile(r"^([A-Za-z0-9_][^:\s]*)[ \t]*:(?:[ \t]|$)")
+_UPDATED = re.compile(r"^updated[ \t]*:[ \t]*(.*?)[ \t]*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """One resolved conflict: which version stayed at path and where the other one went."""
+
+    path: str
+    kind: str  # both-modified | both-added | deleted-by-ours | deleted-by-theirs
+    kept: str  # ours | theirs
+    copy: str | None = None
+
+    def to_dict(self) -> dict[str, str | None]:
+        """JSON form."""
+        return {"path": self.path, "kind": self.kind, "kept": self.kept, "copy": self.copy}
+
+
+def copy_path(path: str, label: str, blob_id: str, length: int = 7) -> str:
+    """Where theirs' version of path goes: <dir>/<stem>.conflict-<label>-<sha><ext>."""
+    p = PurePosixPath(path)
+    name = f"{p.stem}.conflict-{label}-{blob_id[:length]}{p.suffix}"
+    return str(p.with_name(name))
+
+
+def _frontmatter_bounds(lines: list[str]) -> int | None:
+    """Index of the closing '---' line, or None when the text has no frontmatter."""
+    if not lines or lines[0].rstrip("\r\n") != "---":
+        return None
+    for i in range(1, len(lines)):
+        if lines[i].rstrip("\r\n") in ("---", "..."):
+            return i
+    return None
+
+
+def conflict_copy_text(data: bytes, copy_stem: str, original: str, label: str) -> bytes:
+    """Theirs' markdown, with frontmatter renamed to the copy and pointing at the original."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data  # not text: the bytes are kept as they are
+    lines = text.splitlines(keepends=True)
+    end = _frontmatter_bounds(lines)
+    marks = [f"conflict_of: {original}\n", f"conflict_label: {label}\n"]
+    if end is None:
+        head = ["---\n", f"name: {copy_stem}\n", *marks, "---\n"]
+        return "".join(head + lines).encode("utf-8")
+    out: list[str] = []
+    skipping = False
+    named = False
+    for line in lines[1:end]:
+        m = _TOP_KEY.match(line)
+        if m:
+            key = m.group(1)
+            skipping = key in ("name", "conflict_of", "conflict_label")
+            if key == "name" and not named:
+                out.append(f"name: {copy_stem}\n")
+                named = True
+        if not skipping:
+            out.append(line)
+    if out and not out[-1].endswith("\n"):
+        out[-1] += "\n"
+    if not named:
+        out.insert(0, f"name: {copy_stem}\n")
+    return "".join([lines[0], *out, *marks, *lines[end:]]).encode("utf-8")
+
+
+def _updated_value(text: str) -> str | None:
+    lines = text.splitlines(keepends=True)
+    end = _frontmatter_bounds(lines)
+    if end is None:
+        return None
+    m = _UPDATED.search("".join(lines[1:end]))
+    return m.group(1) if m else None
+
+
+def _set_updated(text: str, value: str) -> str:
+    lines = text.splitlines(keepends=True)
+    end = _frontmatter_bounds(lines)
+    if end is None:
+        return text
+    fm = _UPDATED.sub(lambda _: f"updated: {value}", "".join(lines[1:end]), count=1)
+    return lines[0] + fm + "".join(lines[end:])
+
+
+def _merge_ignoring_updated(
+    repo: pygit2.Repository,
+    anc: pygit2.IndexEntry | None,
+    ours: pygit2.IndexEntry,
+    theirs: pygit2.IndexEntry,
+) -> bytes | None:
+    """A clean text merge once both sides agree on `updated:` (the later one); else None."""
+    try:
+        texts = [repo[e.id].data.decode("utf-8") if e else None for e in (anc, ours, theirs)]
+    except UnicodeDecodeError:
+        return None
+    stamps = [_updated_value(t) for t in texts[1:] if t is not None]
+    stamps = [s for s in stamps if s]
+    if len(stamps) < 2 or len(set(stamps)) == 1:
+        return None  # the timestamps are not what conflicts
+    latest = max(stamps)
+    entries = []
+    for entry, text in zip((anc, ours, theirs), texts, strict=True):
+        if entry is None or text is None:
+            entries.append(None)
+            continue
+        blob = repo.create_blob(_set_updated(text, latest).encode("utf-8"))
+        entries.append(pygit2.IndexEntry(entry.path, blob, entry.mode))
+    result = repo.merge_file_from_index(*entries)
+    if not result.automergeable:
+        return None
+    return result.contents.encode("utf-8")
+
+
+def _write_copy(
+    repo: pygit2.Repository, index: pygit2.Index, theirs: pygit2.IndexEntry, label: str
+) -> str:
+    """Add theirs' version beside its path; a longer sha only if that name is already taken."""
+    raw = repo[theirs.id].data
+    original = str(PurePosixPath(theirs.path).with_suffix(""))
+    for length in (7, 12, 40):
+        target = copy_path(theirs.path, label, str(theirs.id), length)
+        data = raw
+        if target.endswith(".md"):
+            data = conflict_copy_text(raw, PurePosixPath(target).stem, original, label)
+        blob = repo.create_blob(data)
+        taken = target in index and index[target].id != blob
+        if not taken or length == 40:
+            index.add(pygit2.IndexEntry(target, blob, theirs.mode))
+            return target
+    raise AssertionError("unreachable")
+
+
+def resolve_conflicts(
+    repo: pygit2.Repository, index: pygit2.Index, label: str
+) -> tuple[pygit2.Oid, list[Conflict]]:
+    """Resolve every conflict of a merge index (ours stays, theirs is copied); write the tree."""
+    if not LABEL_RE.match(label):
+        raise InvalidInput(f"conflict label {label!r} is not lowercase letters, digits, hyphens")
+    resolved: list[Conflict] = []
+    pending = list(index.conflicts) if index.conflicts is not None else []
+    for anc, ours, theirs in pending:
+        for entry in (anc, ours, theirs):
+            if entry is not None and index.conflicts is not None and entry.path in index.conflicts:
+                del index.conflicts[entry.path]
+        if ours is not None and theirs is not None:
+            merged = _merge_ignoring_updated(repo, anc, ours, theirs)
+            if merged is not None:
+                index.add(pygit2.IndexEntry(ours.path, repo.create_blob(merged), ours.mode))
+                continue
+            index.add(pygit2.IndexEntry(ours.path, ours.id, ours.mode))
+            target = _write_copy(repo, index, theirs, label)
+            kind = "both-modified" if anc is not None else "both-added"
+            resolved.append(Conflict(ours.path, kind, "ours", target))
+        elif ours is not None or theirs is not None:
+            survivor, kept = (ours, "ours") if ours is not None else (theirs, "theirs")
+            assert survivor is not None
+            index.add(pygit2.IndexEntry(survivor.path, survivor.id, survivor.mode))
+            kind = "deleted-by-theirs" if kept == "ours" else "deleted-by-ours"
+            resolved.append(Conflict(survivor.path, kind, kept))
+        # both sides deleted it: nothing to keep and nothing lost
+    return index.write_tree(repo), resolved
+
+
+def find_conflict_copies(root: Path) -> list[Path]:
+    """Every conflict copy in a wiki's work tree (dot-folders skipped), for lint."""
+    root = Path(root)
+    found: list[Path] = []
+    for path in root.rglob("*.conflict-*"):
+        rel = path.relative_to(root)
+        if any(part.startswith(".") for part in rel.parts) or not path.is_file():
+            continue
+        if COPY_RE.match(path.name):
+            found.append(path)
+    return sorted(found)

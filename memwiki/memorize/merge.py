@@ -1,0 +1,95 @@
+"""Merging a run's commit into the wiki's branch: a real three-way merge, never a fast-forward."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pygit2
+from pygit2.enums import CheckoutStrategy
+
+from .. import gitstore
+from ..errors import StateError, StorageError
+from .conflicts import Conflict, resolve_conflicts
+
+# How far back `commit` looks for the merge of an already-merged run.
+_MERGE_SEARCH_LIMIT = 5000
+_WT_FLAGS = (
+    pygit2.GIT_STATUS_WT_NEW
+    | pygit2.GIT_STATUS_WT_MODIFIED
+    | pygit2.GIT_STATUS_WT_DELETED
+    | pygit2.GIT_STATUS_WT_TYPECHANGE
+    | pygit2.GIT_STATUS_WT_RENAMED
+)
+
+
+def current_branch_head(repo: pygit2.Repository) -> tuple[str, pygit2.Commit]:
+    """(ref name, commit) of the wiki's checked-out branch; refuses unborn and detached HEADs."""
+    if repo.head_is_unborn:
+        raise StateError("the wiki has no commit yet: run `memwiki commit` first")
+    if repo.head_is_detached:
+        raise StateError("the wiki's HEAD is detached: check out a branch first")
+    return repo.head.name, repo.head.peel(pygit2.Commit)
+
+
+def make_merge_commit(
+    repo: pygit2.Repository,
+    ours: pygit2.Commit,
+    theirs: pygit2.Commit,
+    label: str,
+    message: Callable[[list[Conflict]], str],
+) -> tuple[pygit2.Oid, list[Conflict]]:
+    """Three-way merge theirs into ours; conflicts become copies; the commit is not on a branch."""
+    index = repo.merge_commits(ours, theirs)
+    if index.conflicts is not None:
+        tree, conflicts = resolve_conflicts(repo, index, label)
+    else:
+        tree, conflicts = index.write_tree(repo), []
+    sig = gitstore.signature(repo)
+    try:
+        oid = repo.create_commit(None, sig, sig, message(conflicts), tree, [ours.id, theirs.id])
+    except pygit2.GitError as exc:
+        raise StorageError(f"git merge commit failed: {exc}") from None
+    return oid, conflicts
+
+
+def advance(repo: pygit2.Repository, ref_name: str, merge_oid: pygit2.Oid, run_id: str) -> None:
+    """Bring the wiki's files to the merge commit, then move its branch there."""
+    commit = repo[merge_oid]
+    try:
+        # SAFE never overwrites a file that differs from HEAD: if someone wrote one
+        # after our hand-edit commit, we stop rather than lose it.
+        repo.checkout_tree(commit.tree, strategy=CheckoutStrategy.SAFE)
+    except pygit2.GitError as exc:
+        raise StorageError(
+            f"wiki files changed while run {run_id} was merging ({exc}); run commit again"
+        ) from None
+    # Files first, then the ref: a crash in between leaves the work tree at the merge
+    # and HEAD behind it, which `commit` recognises and finishes (see finish_checkout).
+    repo.references[ref_name].set_target(merge_oid, f"memwiki: merge run {run_id}")
+
+
+def finish_checkout(repo: pygit2.Repository, ref_name: str, merge_oid: pygit2.Oid) -> bool:
+    """After a crash between checkout and ref update: move the ref if the files match the merge."""
+    commit = repo[merge_oid]
+    head = repo.references[ref_name].target
+    if not commit.parent_ids or commit.parent_ids[0] != head:
+        return False
+    repo.index.read()
+    if repo.index.write_tree() != commit.tree_id:
+        return False
+    for flags in repo.status().values():
+        if flags & _WT_FLAGS:
+            return False
+    repo.references[ref_name].set_target(merge_oid, "memwiki: finish an interrupted merge")
+    return True
+
+
+def find_merge_of(repo: pygit2.Repository, commit_id: str, head: pygit2.Oid) -> str | None:
+    """The newest commit reachable from head that has commit_id as a parent."""
+    target = pygit2.Oid(hex=commit_id)
+    for n, commit in enumerate(repo.walk(head, pygit2.enums.SortMode.TOPOLOGICAL)):
+        if target in commit.parent_ids:
+            return str(commit.id)
+        if n >= _MERGE_SEARCH_LIMIT:
+            break
+    return None

@@ -1,0 +1,229 @@
+"""memorize prepare: validate sessions, open a run (branch + worktree), write transcripts and jobs."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from .. import recallfile as rfmod
+from ..errors import InvalidInput, StateError
+from ..fsutil import atomic_write_text
+from . import runstate, templates, transcripts, worktrees
+from .merge import current_branch_head
+from .runstate import PREPARED, PREPARING, WORKSPACE, RunState
+from .schema import MAX_PAYLOADS, Session, load_sessions
+from .scrub import scrub_text, scrub_value
+
+if TYPE_CHECKING:
+    from ..wiki import Wiki
+
+Checkpoint = Callable[[str], None]
+COMMIT_COMMAND = "memwiki memorize commit {run_id} --json"
+# A job lists at most this many existing files; beyond that the executor reads the folder.
+MAX_LISTED = 300
+
+
+@dataclass
+class PrepareResult:
+    """What prepare made: where the executor works and what it has to do."""
+
+    run_id: str
+    workspace: str
+    transcripts: list[dict[str, str]]
+    jobs: list[str]
+    executor_prompt: str
+    next_command: str
+    redactions: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (the `memorize prepare --json` schema)."""
+        return {
+            "run_id": self.run_id,
+            "workspace": self.workspace,
+            "transcripts": [dict(t) for t in self.transcripts],
+            "jobs": list(self.jobs),
+            "executor_prompt": self.executor_prompt,
+            "next_command": self.next_command,
+            "redactions": dict(self.redactions),
+        }
+
+
+def _noop(_: str) -> None:
+    pass
+
+
+def scrub_session(session: Session, counts: Counter[str]) -> Session:
+    """A copy of session with every string scrubbed (tool arguments and results too)."""
+    return Session(
+        label=scrub_text(session.label, counts),
+        source_id=session.source_id,
+        sha256=session.sha256,
+        items=scrub_value(session.items, counts),
+    )
+
+
+def existing_files(workspace: Path, track: str) -> str:
+    """The markdown list of a track's RecallFiles (name, path, description) for a job."""
+    folder = workspace / track
+    paths = sorted(folder.glob("*.md")) if folder.is_dir() else []
+    if not paths:
+        return "(none yet)"
+    lines = []
+    for path in paths[:MAX_LISTED]:
+        rel = f"{track}/{path.name}"
+        try:
+            rf = rfmod.read(path, track, rel)
+            lines.append(f"- `{rf.name}` ({rel}): {rf.description}")
+        except (rfmod.InvalidRecallFile, OSError):
+            lines.append(f"- `{path.stem}` ({rel}): (not a valid RecallFile; leave it alone)")
+    if len(paths) > MAX_LISTED:
+        lines.append(f"- … and {len(paths) - MAX_LISTED} more: list `{folder}` to see them all")
+    return "\n".join(lines)
+
+
+def _write_run_files(
+    directory: Path, run_id: str, sessions: list[Session], command: str
+) -> tuple[list[dict[str, str]], list[str], str]:
+    workspace = directory / WORKSPACE
+    written: list[dict[str, str]] = []
+    for number, session in enumerate(sessions, start=1):
+        md = directory / "transcripts" / f"session-{number:02d}-messages.md"
+        full = directory / "transcripts" / f"session-{number:02d}-full.jsonl"
+        atomic_write_text(md, transcripts.messages_markdown(session, number))
+        atomic_write_text(full, transcripts.full_jsonl(session))
+        written.append(
+            {"session": session.label, "source_id": session.source_id, "messages": str(md),
+             "full": str(full)}
+        )  # fmt: skip
+    total = 2 * len(sessions)
+    listings = {t: existing_files(workspace, t) for t in ("memory", "skill")}
+    jobs: list[Path] = []
+    for kind, track, key in (("memory", "memory", "messages"), ("skill", "skill", "full")):
+        for number, session in enumerate(sessions, start=1):
+            n = len(jobs) + 1
+            path = directory / "jobs" / f"{n:02d}-{kind}-session-{number:02d}.md"
+            text = templates.render(
+                f"{kind}_job.md",
+                job_number=n,
+                job_total=total,
+                session_number=number,
+                run_id=run_id,
+                workspace=workspace,
+                track_dir=workspace / track,
+                transcript=written[number - 1][key],
+                source_id=session.source_id,
+                existing_files=listings[track],
+            )
+            atomic_write_text(path, text)
+            jobs.append(path)
+    job_list = "\n".join(
+        f"{i}. `{p}` ({p.stem.split('-')[1]} job)" for i, p in enumerate(jobs, start=1)
+    )
+    prompt = directory / "EXECUTOR.md"
+    atomic_write_text(
+        prompt,
+        templates.render(
+            "executor.md",
+            run_id=run_id,
+            job_total=total,
+            session_count=len(sessions),
+            workspace=workspace,
+            job_list=job_list,
+            next_command=command,
+        ),
+    )
+    return written, [str(p) for p in jobs], str(prompt)
+
+
+def prepare_sessions(
+    wiki: Wiki,
+    sessions: Sequence[Session],
+    *,
+    run_id: str | None = None,
+    commit_command: str = COMMIT_COMMAND,
+    _checkpoint: Checkpoint | None = None,
+) -> PrepareResult:
+    """Open a run for already-validated sessions (host adapters call this directly)."""
+    checkpoint = _checkpoint or _noop
+    if not 1 <= len(sessions) <= MAX_PAYLOADS:
+        raise InvalidInput(f"a run takes 1 to {MAX_PAYLOADS} sessions, got {len(sessions)}")
+    counts: Counter[str] = Counter()
+    clean = [scrub_session(s, counts) for s in sessions]
+    repo = wiki.repo
+    _, head = current_branch_head(repo)
+    probe = (runstate.runs_root(wiki.sidecar) / "x").relative_to(wiki.root)
+    if not repo.path_is_ignored(probe.as_posix()):
+        # Otherwise the run's worktree would show up as an untracked folder in the wiki.
+        raise StateError(
+            "'.memwiki/' is not git-ignored in this wiki: add '/.memwiki/' to .gitignore"
+        )
+    run_id = runstate.check_run_id(run_id) if run_id is not None else runstate.new_run_id()
+    directory = runstate.run_dir(wiki.sidecar, run_id)
+    if directory.exists() or repo.branches.local.get(runstate.branch_name(run_id)) is not None:
+        raise StateError(f"a memorize run {run_id!r} already exists")
+    directory.mkdir(parents=True)
+    now = runstate.now_iso()
+    state = RunState(
+        run_id=run_id,
+        phase=PREPARING,
+        created=now,
+        updated=now,
+        base_commit=str(head.id),
+        sessions=[
+            {
+                "label": s.label,
+                "source_id": s.source_id,
+                "sha256": s.sha256,
+                "items": len(s.items),
+                "messages": len(s.messages),
+            }
+            for s in clean
+        ],  # fmt: skip
+        redactions=dict(sorted(counts.items())),
+    )
+    runstate.save_state(directory, state)
+    checkpoint("state-written")
+    workspace = directory / WORKSPACE
+    command = commit_command.format(run_id=run_id)
+    try:
+        worktrees.create(repo, run_id, workspace, head)
+        checkpoint("worktree-created")
+        written, jobs, prompt = _write_run_files(directory, run_id, clean, command)
+        checkpoint("files-written")
+        state.phase = PREPARED
+        state.transcripts, state.jobs, state.executor_prompt = written, jobs, prompt
+        runstate.save_state(directory, state)
+    except BaseException:
+        # A failure we can see is undone at once; only a killed process leaves "incomplete".
+        worktrees.remove(repo, run_id, workspace)
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    return PrepareResult(
+        run_id=run_id,
+        workspace=str(workspace),
+        transcripts=written,
+        jobs=jobs,
+        executor_prompt=prompt,
+        next_command=command,
+        redactions=state.redactions,
+    )
+
+
+def prepare(
+    wiki: Wiki,
+    inputs: Sequence[str | Path],
+    *,
+    stdin: BinaryIO | None = None,
+    run_id: str | None = None,
+    commit_command: str = COMMIT_COMMAND,
+    _checkpoint: Checkpoint | None = None,
+) -> PrepareResult:
+    """Validate 1-10 payload files (or '-' with stdin) and open a run for them."""
+    sessions = load_sessions(inputs, stdin=stdin)
+    return prepare_sessions(
+        wiki, sessions, run_id=run_id, commit_command=commit_command, _checkpoint=_checkpoint
+    )

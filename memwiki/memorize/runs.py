@@ -1,0 +1,178 @@
+"""The memorize lifecycle as library calls: prepare, commit, discard, status.
+
+    from memwiki.memorize import runs
+    prepared = runs.prepare(wiki, ["s1.json", "s2.json"])
+    # ... an executor edits files in prepared.workspace, following prepared.jobs ...
+    result = runs.commit(wiki, prepared.run_id, reindex=None)
+
+See docs/memorize.md for the run layout, the states and recovery.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pygit2
+
+from ..errors import MemwikiError, NotFound
+from . import runstate, worktrees
+from .commit import CommitResult, commit
+from .prepare import PrepareResult, prepare, prepare_sessions
+from .runstate import WORKSPACE
+
+if TYPE_CHECKING:
+    from ..wiki import Wiki
+
+__all__ = [
+    "CommitResult",
+    "DiscardResult",
+    "PrepareResult",
+    "RunStatus",
+    "commit",
+    "discard",
+    "prepare",
+    "prepare_sessions",
+    "status",
+]
+
+PREPARED = "prepared"
+EDITED = "edited"
+COMMITTED = "committed"
+INCOMPLETE = "incomplete"
+
+
+@dataclass
+class RunStatus:
+    """One run as `memorize status` shows it."""
+
+    run_id: str
+    state: str  # prepared | edited | committed | incomplete
+    detail: str = ""
+    created: str | None = None
+    updated: str | None = None
+    workspace: str | None = None
+    sessions: list[str] = field(default_factory=list)
+    jobs: int = 0
+    changed: list[str] = field(default_factory=list)
+    commit: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (the `memorize status --json` schema: a list of these)."""
+        return {
+            "run_id": self.run_id,
+            "state": self.state,
+            "detail": self.detail,
+            "created": self.created,
+            "updated": self.updated,
+            "workspace": self.workspace,
+            "sessions": list(self.sessions),
+            "jobs": self.jobs,
+            "changed": list(self.changed),
+            "commit": self.commit,
+        }
+
+
+@dataclass
+class DiscardResult:
+    """What discard removed."""
+
+    run_id: str
+    state: str  # the state the run was in
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"run_id": self.run_id, "discarded": True, "state": self.state}
+
+
+def _workspace_changes(workspace: Path, base: str | None) -> list[str]:
+    """Paths the executor changed so far (read-only: nothing is staged)."""
+    wrepo = worktrees.open_workspace(workspace)
+    changed = {
+        path for path, flags in wrepo.status().items() if not flags & pygit2.GIT_STATUS_IGNORED
+    }
+    if base is not None and not wrepo.head_is_unborn and str(wrepo.head.target) != base:
+        # The executor committed in the workspace itself; those changes count too.
+        diff = wrepo.diff(base, str(wrepo.head.target))
+        changed.update(d.new_file.path for d in diff.deltas)
+    return sorted(changed)
+
+
+def _status_of(wiki: Wiki, run_id: str) -> RunStatus:
+    directory = runstate.run_dir(wiki.sidecar, run_id)
+    state = runstate.load_state(directory) if directory.is_dir() else None
+    if state is None:
+        detail = "prepare did not finish" if directory.is_dir() else "branch without a run"
+        return RunStatus(run_id, INCOMPLETE, detail)
+    out = RunStatus(
+        run_id,
+        PREPARED,
+        created=state.created,
+        updated=state.updated,
+        workspace=str(directory / WORKSPACE),
+        sessions=state.source_ids,
+        jobs=len(state.jobs),
+        commit=state.merge_commit,
+    )
+    if state.phase == runstate.PREPARING:
+        out.state, out.detail = INCOMPLETE, "prepare did not finish"
+        return out
+    if state.phase == runstate.COMMITTED:
+        out.state, out.workspace = COMMITTED, None
+        out.changed = sorted(state.created_files + state.updated_files + state.deleted_files)
+        out.detail = "nothing to commit" if state.merge_commit is None else ""
+        return out
+    if state.phase in (runstate.COMMITTING, runstate.MERGING):
+        out.state = EDITED
+        out.changed = sorted(state.created_files + state.updated_files + state.deleted_files)
+        head = wiki.repo.head.target if not wiki.repo.head_is_unborn else None
+        if head is not None and worktrees.is_merged(wiki.repo, state.run_commit or "", head):
+            out.state, out.detail = COMMITTED, "merged; run commit again to clean up"
+        else:
+            out.detail = "interrupted commit: run commit again to finish"
+        return out
+    workspace = directory / WORKSPACE
+    if not workspace.is_dir():
+        out.state, out.detail = INCOMPLETE, "workspace is missing"
+        return out
+    try:
+        out.changed = _workspace_changes(workspace, state.base_commit)
+    except MemwikiError as exc:
+        out.state, out.detail = INCOMPLETE, f"workspace is broken: {exc.message}"
+        return out
+    if out.changed:
+        out.state = EDITED
+    return out
+
+
+def status(wiki: Wiki, run_id: str | None = None) -> list[RunStatus]:
+    """Every run (or one) with its state: prepared, edited, committed or incomplete."""
+    if run_id is not None:
+        directory = runstate.run_dir(wiki.sidecar, run_id)
+        known = directory.is_dir() or run_id in worktrees.run_ids_with_branches(wiki.repo)
+        if not known:
+            raise NotFound(f"no memorize run {run_id!r} (see `memwiki memorize status`)")
+        return [_status_of(wiki, run_id)]
+    root = runstate.runs_root(wiki.sidecar)
+    ids = set(worktrees.run_ids_with_branches(wiki.repo))
+    if root.is_dir():
+        ids.update(
+            p.name for p in root.iterdir() if p.is_dir() and runstate.RUN_ID_RE.match(p.name)
+        )
+    return [_status_of(wiki, rid) for rid in sorted(ids)]
+
+
+def discard(wiki: Wiki, run_id: str) -> DiscardResult:
+    """Throw a run away: its worktree, branch and files (also an incomplete or committed one)."""
+    directory = runstate.run_dir(wiki.sidecar, run_id)
+    repo = wiki.repo
+    has_git = run_id in worktrees.run_ids_with_branches(repo) or run_id in repo.list_worktrees()
+    if not directory.is_dir() and not has_git:
+        raise NotFound(f"no memorize run {run_id!r} (see `memwiki memorize status`)")
+    with wiki.write_lock():
+        before = _status_of(wiki, run_id).state
+        worktrees.remove(repo, run_id, directory / WORKSPACE)
+        shutil.rmtree(directory, ignore_errors=True)
+    return DiscardResult(run_id, before)

@@ -1,0 +1,114 @@
+"""What the executor changed in a run's workspace, and whether every change is acceptable."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import pygit2
+
+from .. import gitstore
+from .. import recallfile as rfmod
+from ..errors import InvalidInput
+from ..fsutil import atomic_write_text
+from ..recallfile import Problem
+
+# The executor may write RecallFiles of these tracks only (a person may add others).
+EXECUTOR_TRACKS = ("memory", "skill")
+_LINK_MODE = 0o120000
+
+
+@dataclass
+class Changes:
+    """Paths changed in the workspace relative to the run's base commit."""
+
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.created or self.updated or self.deleted)
+
+    def all(self) -> list[str]:
+        """Every changed path, sorted."""
+        return sorted(self.created + self.updated + self.deleted)
+
+
+class RunInvalid(InvalidInput):
+    """The executor's files break the rules; carries every problem for the caller to list."""
+
+    def __init__(self, run_id: str, problems: list[Problem]):
+        shown = "; ".join(str(p) for p in problems)
+        noun = "problem" if len(problems) == 1 else "problems"
+        super().__init__(
+            f"run {run_id}: {len(problems)} {noun} in the changed files, nothing committed "
+            f"(fix them in the workspace and commit again): {shown}"
+        )
+        self.problems = problems
+
+
+def stage_changes(repo: pygit2.Repository, base: pygit2.Commit) -> Changes:
+    """Stage the whole workspace and list what differs from base (executor commits included)."""
+    gitstore.stage_all(repo)
+    diff = base.tree.diff_to_index(repo.index)
+    changes = Changes()
+    for delta in diff.deltas:
+        status = delta.status_char()
+        if status == "A":
+            changes.created.append(delta.new_file.path)
+        elif status == "D":
+            changes.deleted.append(delta.old_file.path)
+        else:
+            changes.updated.append(delta.new_file.path)
+    for group in (changes.created, changes.updated, changes.deleted):
+        group.sort()
+    return changes
+
+
+def _path_problem(path: str) -> str | None:
+    parts = PurePosixPath(path).parts
+    if len(parts) != 2 or parts[0] not in EXECUTOR_TRACKS:
+        return (
+            "outside the tracks: the executor may only change memory/<name>.md or skill/<name>.md"
+        )
+    if not parts[1].endswith(".md"):
+        return "only markdown RecallFiles (<name>.md) may be changed"
+    return None
+
+
+def check(repo: pygit2.Repository, changes: Changes) -> list[Problem]:
+    """Every problem in the changed paths: location, file type, RecallFile validity."""
+    problems: list[Problem] = []
+    index = repo.index
+    for path in changes.all():
+        why = _path_problem(path)
+        if why is not None:
+            problems.append(Problem(path, 1, why))
+            continue
+        if path in changes.deleted:
+            continue
+        entry = index[path]
+        if entry.mode == _LINK_MODE:
+            problems.append(Problem(path, 1, "symbolic links are refused"))
+            continue
+        track, stem = path.split("/")[0], PurePosixPath(path).stem
+        try:
+            rfmod.parse(repo[entry.id].data, track=track, stem=stem, path=path)
+        except rfmod.InvalidRecallFile as exc:
+            problems.extend(exc.problems)
+    return problems
+
+
+def stamp(repo: pygit2.Repository, changes: Changes, when: str) -> None:
+    """Set `created` (if missing) and `updated` on changed files, editing only those lines."""
+    root = repo.workdir
+    for path in changes.created + changes.updated:
+        track, stem = path.split("/")[0], PurePosixPath(path).stem
+        file_path = Path(root) / path
+        with open(file_path, "rb") as fh:
+            rf = rfmod.parse(fh.read(), track=track, stem=stem, path=path)
+        rf.created = rf.created or when
+        rf.updated = when
+        text = rfmod.render(rf)
+        rfmod.parse(text, track=track, stem=stem, path=path)
+        atomic_write_text(file_path, text)
