@@ -1,0 +1,64 @@
+"""The managed block in an instruction file: pure functions over the file's text.
+
+Layout, chosen so that removal needs no memory of what install saw:
+- a file install creates holds exactly  BEGIN…END "\n"  (the block starts at offset 0);
+- a file that existed gets  "\n" BEGIN…END "\n"  appended after its original bytes.
+Removal takes the block, the newline after it and, when the block does not start the
+file, the one newline install put before it; a created file left empty is deleted.
+"""
+
+from __future__ import annotations
+
+from ..errors import InvalidInput
+
+BEGIN = "<!-- memwiki:begin -->"
+END = "<!-- memwiki:end -->"
+
+
+def render_block(body: str) -> str:
+    """The full managed block, markers included, without a trailing newline."""
+    return f"{BEGIN}\n{body.strip(chr(10))}\n{END}"
+
+
+def find_block(text: str, label: str = "file") -> tuple[int, int] | None:
+    """(start, end) of the managed block in text, or None when there is none."""
+    start = 0
+    while True:
+        start = text.find(BEGIN, start)
+        if start < 0:
+            if END in text:
+                raise InvalidInput(f"{label}: {END} without {BEGIN}; fix the file by hand")
+            return None
+        if start == 0 or text[start - 1] == "\n":
+            break
+        start += len(BEGIN)  # a marker quoted mid-line is not ours
+    end = text.find(END, start)
+    if end < 0:
+        raise InvalidInput(f"{label}: {BEGIN} without {END}; fix the file by hand")
+    return start, end + len(END)
+
+
+def apply_block(original: str | None, body: str, label: str = "file") -> str:
+    """The file's text with the block added or replaced in place (None = file absent)."""
+    block = render_block(body)
+    if original is None:
+        return block + "\n"
+    span = find_block(original, label)
+    if span is not None:
+        return original[: span[0]] + block + original[span[1] :]
+    return original + "\n" + block + "\n"
+
+
+def remove_block(text: str, label: str = "file") -> str | None:
+    """The text without the block; None when the file should be deleted (install created it)."""
+    span = find_block(text, label)
+    if span is None:
+        return text
+    start, end = span
+    after = text[end:]
+    after = after[1:] if after.startswith("\n") else after
+    if start == 0:
+        return after or None
+    before = text[:start]
+    before = before[:-1] if before.endswith("\n") else before
+    return before + after

@@ -1,0 +1,180 @@
+"""`memwiki install/uninstall --host H`: the managed block and, for Claude Code, the hook."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..config import Config
+from ..errors import InvalidInput, NotFound, StorageError
+from ..fsutil import atomic_write_bytes
+from . import block, claude_code, claude_settings
+from .base import host_api
+from .texts import instruction_block
+
+NEW_FILE_MODE = 0o644
+
+
+@dataclass
+class FileChange:
+    """What install or uninstall did (or, in a dry run, would do) to one file."""
+
+    path: str
+    kind: str  # "instruction" or "settings"
+    action: str  # created, appended, updated, added, unchanged, removed, deleted, absent
+
+    def to_dict(self) -> dict[str, str]:
+        """JSON-serialisable form."""
+        return {"path": self.path, "kind": self.kind, "action": self.action}
+
+
+@dataclass
+class InstallResult:
+    """The outcome of install or uninstall for one host."""
+
+    host: str
+    dry_run: bool
+    changes: list[FileChange] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        """True when some file was (or would be) written or deleted."""
+        return any(c.action not in ("unchanged", "absent") for c in self.changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form."""
+        return {
+            "host": self.host,
+            "dry_run": self.dry_run,
+            "changed": self.changed,
+            "changes": [c.to_dict() for c in self.changes],
+        }
+
+
+def instruction_target(host: str, config: Config, path: Path | None = None) -> Path:
+    """The instruction file install patches: path if given, else the host's default."""
+    if path is not None:
+        return Path(path).expanduser()
+    target = host_api(host).instruction_file(config)
+    if target is None:
+        raise InvalidInput(
+            f"{host} has no user-level instruction file; pass --path (e.g. ./AGENTS.md)"
+        )
+    return target
+
+
+def _read(path: Path) -> str | None:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StorageError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{path}: not UTF-8 text; memwiki will not edit it") from None
+
+
+def _write(path: Path, text: str) -> None:
+    # Write through a symlink (dotfiles repos link these files) and keep the file's mode.
+    real = path.resolve() if path.is_symlink() else path
+    try:
+        mode = stat.S_IMODE(real.stat().st_mode)
+    except FileNotFoundError:
+        mode = NEW_FILE_MODE
+    try:
+        atomic_write_bytes(real, text.encode("utf-8"))
+        os.chmod(real, mode)
+    except OSError as exc:
+        raise StorageError(f"{path}: cannot write: {exc.strerror}") from None
+
+
+def _delete(path: Path) -> None:
+    try:
+        (path.resolve() if path.is_symlink() else path).unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise StorageError(f"{path}: cannot delete: {exc.strerror}") from None
+
+
+def _need_parent(path: Path, host: str) -> None:
+    if not path.parent.is_dir():
+        raise NotFound(f"{path.parent} does not exist: is {host} installed? (or pass --path)")
+
+
+def install(
+    host: str, config: Config, path: Path | None = None, dry_run: bool = False
+) -> InstallResult:
+    """Plant (or refresh in place) the managed block; for claude-code also register the hook."""
+    result = InstallResult(host, dry_run)
+    target = instruction_target(host, config, path)
+    _need_parent(target, host)
+    before = _read(target)
+    after = block.apply_block(before, instruction_block(), str(target))
+    if before is None:
+        action = "created"
+    elif after == before:
+        action = "unchanged"
+    else:
+        action = "updated" if block.find_block(before, str(target)) else "appended"
+    result.changes.append(FileChange(str(target), "instruction", action))
+    settings_after = None
+    if host == claude_code.HOST:
+        settings = claude_code.settings_file(config)
+        s_before = _read(settings)
+        settings_after = claude_settings.add_hook(s_before, str(settings))
+        s_action = (
+            "created"
+            if s_before is None
+            else ("unchanged" if settings_after == s_before else "added")
+        )
+        result.changes.append(FileChange(str(settings), "settings", s_action))
+    if dry_run:
+        return result
+    if action != "unchanged":
+        _write(target, after)
+    if settings_after is not None and result.changes[-1].action != "unchanged":
+        _write(claude_code.settings_file(config), settings_after)
+    return result
+
+
+def uninstall(
+    host: str, config: Config, path: Path | None = None, dry_run: bool = False
+) -> InstallResult:
+    """Remove exactly what install added: the block (or the file it created) and the hook."""
+    result = InstallResult(host, dry_run)
+    files = [(instruction_target(host, config, path), "instruction")]
+    if host == claude_code.HOST:
+        files.append((claude_code.settings_file(config), "settings"))
+    for target, kind in files:
+        before = _read(target)
+        if before is None:
+            result.changes.append(FileChange(str(target), kind, "absent"))
+            continue
+        if kind == "instruction":
+            after = block.remove_block(before, str(target))
+        else:
+            after = claude_settings.remove_hook(before, str(target))
+        action = "deleted" if after is None else ("unchanged" if after == before else "removed")
+        result.changes.append(FileChange(str(target), kind, action))
+        if dry_run or action == "unchanged":
+            continue
+        if after is None:
+            _delete(target)
+        else:
+            _write(target, after)
+    return result
+
+
+def installed(host: str, config: Config, path: Path | None = None) -> bool:
+    """True when the host's instruction file holds the managed block."""
+    try:
+        text = _read(instruction_target(host, config, path))
+    except (InvalidInput, StorageError):
+        return False
+    return text is not None and block.find_block(text) is not None

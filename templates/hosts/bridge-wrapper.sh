@@ -1,0 +1,23 @@
+#!/bin/sh
+# memwiki bridging run for {{HOST}}, written by `memwiki schedule --host {{HOST}} --install`.
+# It tells memwiki that this process is the scheduled run (so the run never mines its own
+# session), allows one run per host at a time, and starts {{HOST}} headless on the task prompt.
+set -u
+export MEMWIKI_BRIDGING_RUN=1
+export MEMWIKI_DIR={{WIKI}}
+# cron starts with a minimal PATH: add memwiki's own directory and the usual install places.
+export PATH={{BIN_DIR}}:"$HOME/.local/bin:/usr/local/bin:/opt/homebrew/bin:$PATH"
+PROMPT_FILE={{PROMPT_FILE}}
+LOCK={{LOCK}}
+mkdir -p "$(dirname "$LOCK")"
+if command -v flock >/dev/null 2>&1; then
+    exec 9>"$LOCK"
+    # A run that is still going (a long session backlog) wins; this one just skips.
+    flock -n 9 || exit 0
+else
+    mkdir "$LOCK.d" 2>/dev/null || exit 0
+    trap 'rmdir "$LOCK.d"' EXIT INT TERM
+fi
+cd {{WORKDIR}} || exit 1
+PROMPT=$(cat "$PROMPT_FILE") || exit 1
+{{HEADLESS}}
