@@ -56,6 +56,16 @@ def has_hook(data: dict[str, Any]) -> bool:
     )
 
 
+def hook_registered(text: str | None) -> bool:
+    """True when settings.json text holds memwiki's hook (False for absent or broken files)."""
+    if not text:
+        return False
+    try:
+        return has_hook(_parse(text, "settings.json"))
+    except InvalidInput:
+        return False
+
+
 def add_hook(text: str | None, label: str = "settings.json") -> str:
     """settings.json text with memwiki's hook registered (unchanged if it already is)."""
     if text is None or not text.strip():

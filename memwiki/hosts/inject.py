@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..config import Config
 from ..errors import InvalidInput, NotFound, StorageError
-from ..fsutil import atomic_write_bytes
 from . import block, claude_code, claude_settings
 from .base import host_api
+from .textfile import delete_file, read_text, write_text
 from .texts import instruction_block
-
-NEW_FILE_MODE = 0o644
 
 
 @dataclass
@@ -66,42 +62,6 @@ def instruction_target(host: str, config: Config, path: Path | None = None) -> P
     return target
 
 
-def _read(path: Path) -> str | None:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise StorageError(f"{path}: cannot read: {exc.strerror}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidInput(f"{path}: not UTF-8 text; memwiki will not edit it") from None
-
-
-def _write(path: Path, text: str) -> None:
-    # Write through a symlink (dotfiles repos link these files) and keep the file's mode.
-    real = path.resolve() if path.is_symlink() else path
-    try:
-        mode = stat.S_IMODE(real.stat().st_mode)
-    except FileNotFoundError:
-        mode = NEW_FILE_MODE
-    try:
-        atomic_write_bytes(real, text.encode("utf-8"))
-        os.chmod(real, mode)
-    except OSError as exc:
-        raise StorageError(f"{path}: cannot write: {exc.strerror}") from None
-
-
-def _delete(path: Path) -> None:
-    try:
-        (path.resolve() if path.is_symlink() else path).unlink()
-    except FileNotFoundError:
-        pass
-    except OSError as exc:
-        raise StorageError(f"{path}: cannot delete: {exc.strerror}") from None
-
-
 def _need_parent(path: Path, host: str) -> None:
     if not path.parent.is_dir():
         raise NotFound(f"{path.parent} does not exist: is {host} installed? (or pass --path)")
@@ -114,7 +74,7 @@ def install(
     result = InstallResult(host, dry_run)
     target = instruction_target(host, config, path)
     _need_parent(target, host)
-    before = _read(target)
+    before = read_text(target)
     after = block.apply_block(before, instruction_block(), str(target))
     if before is None:
         action = "created"
@@ -126,7 +86,7 @@ def install(
     settings_after = None
     if host == claude_code.HOST:
         settings = claude_code.settings_file(config)
-        s_before = _read(settings)
+        s_before = read_text(settings)
         settings_after = claude_settings.add_hook(s_before, str(settings))
         s_action = (
             "created"
@@ -137,9 +97,9 @@ def install(
     if dry_run:
         return result
     if action != "unchanged":
-        _write(target, after)
+        write_text(target, after)
     if settings_after is not None and result.changes[-1].action != "unchanged":
-        _write(claude_code.settings_file(config), settings_after)
+        write_text(claude_code.settings_file(config), settings_after)
     return result
 
 
@@ -152,7 +112,7 @@ def uninstall(
     if host == claude_code.HOST:
         files.append((claude_code.settings_file(config), "settings"))
     for target, kind in files:
-        before = _read(target)
+        before = read_text(target)
         if before is None:
             result.changes.append(FileChange(str(target), kind, "absent"))
             continue
@@ -165,16 +125,16 @@ def uninstall(
         if dry_run or action == "unchanged":
             continue
         if after is None:
-            _delete(target)
+            delete_file(target)
         else:
-            _write(target, after)
+            write_text(target, after)
     return result
 
 
 def installed(host: str, config: Config, path: Path | None = None) -> bool:
     """True when the host's instruction file holds the managed block."""
     try:
-        text = _read(instruction_target(host, config, path))
+        text = read_text(instruction_target(host, config, path))
     except (InvalidInput, StorageError):
         return False
     return text is not None and block.find_block(text) is not None

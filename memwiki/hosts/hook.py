@@ -1,0 +1,112 @@
+"""`memwiki hook claude-code`: add retrieved memory to a prompt, within a budget, failing open."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ..config import Config
+from ..errors import MemwikiError
+
+EVENT = "UserPromptSubmit"
+# Larger additional context is cut to a preview by Claude Code (hosts.md §8: 10k chars arrived).
+MAX_CONTEXT_CHARS = 9500
+CUT_NOTE = "\n[memwiki: cut to fit; run `memwiki retrieve` for the rest]"
+
+
+def hook_log_path(config: Config) -> Path:
+    """<wiki>/.memwiki/logs/hook.log."""
+    return config.wiki_path / ".memwiki" / "logs" / "hook.log"
+
+
+def _log(log_path: Path | None, reason: str, started: float) -> None:
+    # One line, no prompt or memory text: only what went wrong and how long it took.
+    if log_path is None:
+        return
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    elapsed = int((time.monotonic() - started) * 1000)
+    try:
+        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "a", encoding="utf-8") as fh:
+            fh.write(f"{stamp} hook claude-code: {reason} ({elapsed} ms)\n")
+    except OSError:
+        pass  # failing open includes an unwritable log
+
+
+def _fail(log_path: Path | None, reason: str, started: float) -> tuple[int, str]:
+    _log(log_path, reason, started)
+    return 0, ""
+
+
+def _describe(exc: BaseException) -> str:
+    # memwiki's own messages are one line and name no content; other exceptions may carry
+    # arbitrary text (the prompt), so only their type is logged.
+    if isinstance(exc, MemwikiError):
+        return f"retrieve failed: {exc.message.splitlines()[0][:200]}"
+    return f"retrieve failed: {type(exc).__name__}"
+
+
+def clip(text: str, limit: int = MAX_CONTEXT_CHARS) -> str:
+    """text cut at a line boundary so that it fits the hook output limit."""
+    if len(text) <= limit:
+        return text
+    room = limit - len(CUT_NOTE)
+    cut = text.rfind("\n", 0, room)
+    return text[: cut if cut > 0 else room] + CUT_NOTE
+
+
+def hook_output(context: str) -> str:
+    """The stdout that adds context to this turn (hookSpecificOutput.additionalContext)."""
+    out = {"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext": context}}
+    return json.dumps(out, ensure_ascii=False)
+
+
+def run_claude_code_hook(
+    stdin_text: str,
+    config: Config,
+    retrieve_fn: Callable[[str], str],
+    budget_s: float,
+    log_path: Path | None,
+) -> tuple[int, str]:
+    """(exit code, stdout) for one UserPromptSubmit call; every failure is exit 0, no output.
+
+    retrieve_fn runs in a daemon thread: when the budget runs out the hook answers without
+    it, and the caller should exit promptly (a daemon thread does not hold the process).
+    """
+    started = time.monotonic()
+    try:
+        payload = json.loads(stdin_text)
+    except (ValueError, TypeError):
+        return _fail(log_path, "malformed input: not JSON", started)
+    if not isinstance(payload, dict):
+        return _fail(log_path, "malformed input: not a JSON object", started)
+    prompt = payload.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        return _fail(log_path, "malformed input: no prompt", started)
+    if config.bridging_run:
+        return 0, ""  # the scheduled memorize run works from its job files, not from memory
+    box: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            box["result"] = retrieve_fn(prompt)
+        except BaseException as exc:  # fail open on anything the retrieval raises
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name="memwiki-hook-retrieve", daemon=True)
+    worker.start()
+    worker.join(max(0.0, budget_s))
+    if worker.is_alive():
+        return _fail(log_path, f"timeout after {int(budget_s * 1000)} ms budget", started)
+    if "error" in box:
+        return _fail(log_path, _describe(box["error"]), started)
+    result = box.get("result")
+    if not isinstance(result, str):
+        return _fail(log_path, f"retrieve returned {type(result).__name__}, not text", started)
+    if not result.strip():
+        return 0, ""
+    return 0, hook_output(clip(result))

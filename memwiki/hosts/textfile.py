@@ -1,0 +1,51 @@
+"""Reading and writing the user's text files (instruction files, settings, wrapper scripts)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from ..errors import InvalidInput, StorageError
+from ..fsutil import atomic_write_bytes
+
+NEW_FILE_MODE = 0o644
+
+
+def read_text(path: Path) -> str | None:
+    """The file's UTF-8 text, or None when it does not exist."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StorageError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{path}: not UTF-8 text; memwiki will not edit it") from None
+
+
+def write_text(path: Path, text: str) -> None:
+    """Atomic UTF-8 write that follows a symlink and keeps the file's mode."""
+    # Write through a symlink (dotfiles repos link these files) and keep the file's mode.
+    real = path.resolve() if path.is_symlink() else path
+    try:
+        mode = stat.S_IMODE(real.stat().st_mode)
+    except FileNotFoundError:
+        mode = NEW_FILE_MODE
+    try:
+        atomic_write_bytes(real, text.encode("utf-8"))
+        os.chmod(real, mode)
+    except OSError as exc:
+        raise StorageError(f"{path}: cannot write: {exc.strerror}") from None
+
+
+def delete_file(path: Path) -> None:
+    """Delete the file (the link target for a symlink); a missing file is fine."""
+    try:
+        (path.resolve() if path.is_symlink() else path).unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise StorageError(f"{path}: cannot delete: {exc.strerror}") from None

@@ -1,0 +1,71 @@
+"""hosts detect: found / memorize / retrieve per host, and the next command."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+from memwiki.config import load
+from memwiki.hosts.detect import detect_hosts
+from memwiki.hosts.inject import install
+
+FIX = Path(__file__).parent / "fixtures" / "hosts"
+
+
+def make_config(tmp_path: Path, **env: str):
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return load(options={"wiki": str(tmp_path / "wiki")}, environ={"HOME": str(home), **env})
+
+
+def by_host(statuses):
+    return {s.host: s for s in statuses}
+
+
+def test_empty_machine_finds_nothing(tmp_path):
+    statuses = detect_hosts(make_config(tmp_path))
+    assert [s.host for s in statuses] == ["claude-code", "codex", "cursor", "openclaw", "hermes"]
+    assert not any(s.found or s.memorize for s in statuses)
+    assert all(s.next_command is None for s in statuses)
+    json.dumps([s.to_dict() for s in statuses])
+
+
+def test_detects_sessions_instruction_files_and_next_commands(tmp_path):
+    home = tmp_path / "home"
+    cfg = make_config(tmp_path)
+    shutil.copytree(FIX / "claude-code", home / ".claude")
+    shutil.copytree(FIX / "cursor", home / ".cursor")
+    (home / ".hermes").mkdir()
+    conn = sqlite3.connect(home / ".hermes" / "state.db")
+    conn.executescript((FIX / "hermes" / "state.sql").read_text())
+    conn.close()
+    st = by_host(detect_hosts(cfg))
+    cc = st["claude-code"]
+    assert cc.found and cc.memorize and cc.sessions == 4 and cc.retrieve
+    assert cc.instruction_file == str(home / ".claude" / "CLAUDE.md")
+    assert cc.next_command == "memwiki install --host claude-code" and cc.hook_installed is False
+    assert st["cursor"].memorize and not st["cursor"].retrieve
+    assert st["cursor"].next_command == "memwiki install --host cursor --path ./AGENTS.md"
+    assert st["hermes"].memorize and st["hermes"].sessions == 2
+    assert not st["codex"].found
+
+    install("claude-code", cfg)
+    cc = by_host(detect_hosts(cfg))["claude-code"]
+    assert cc.installed and cc.hook_installed
+    assert cc.next_command == "memwiki bridge prepare --host claude-code"
+
+
+def test_generic_path_is_sniffed(tmp_path):
+    cfg = make_config(tmp_path)
+    st = by_host(detect_hosts(cfg, FIX / "generic"))["generic"]
+    assert st.memorize and st.sessions == 2
+    assert (
+        st.next_command == f"memwiki bridge prepare --host generic --session-dir {FIX / 'generic'}"
+    )
+    dbs = tmp_path / "dbs"
+    dbs.mkdir()
+    (dbs / "chat.sqlite").write_bytes(b"")
+    st = by_host(detect_hosts(cfg, dbs))["generic"]
+    assert not st.memorize and any("dedicated adapter" in n for n in st.notes)
