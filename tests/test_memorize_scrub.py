@@ -183,6 +183,7 @@ def test_json_keys_carry_secretness():
         "API_KEY=<your key here>",
         "The bearer of bad news was the tokenizer.",
         "git push origin main && gh pr create --fill",
+        "gh auth login --with-token < token.txt",
         "integrity sha512-Lx9bK2mJ2iW1qvQm0cT3pQ==",
     ],
 )

@@ -18,7 +18,7 @@ from .. import gitstore
 from ..errors import StateError
 from . import merge, runstate, worktrees
 from .runstate import COMMITTED, COMMITTING, MERGING, PREPARED, WORKSPACE, RunState
-from .validate import Changes, RunInvalid, check, stage_changes, stamp
+from .validate import Changes, RunInvalid, check, stage_changes, stamp, unstage
 
 if TYPE_CHECKING:
     from ..wiki import Wiki
@@ -177,6 +177,7 @@ def _commit_run_branch(
     changes = stage_changes(wrepo, base)
     problems = check(wrepo, changes)
     if problems:
+        unstage(wrepo)
         raise RunInvalid(state.run_id, problems)
     if not changes:
         return False

@@ -70,7 +70,7 @@ _TOKEN_PATTERNS: list[tuple[str, str, int]] = [
     ("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\"'<>]+:([^\s@/\"'<>]+)@", 1),
     (
         "secret-flag",
-        r"(?i:--?(?:password|passwd|pass|token|api-key|apikey|secret|client-secret))"
+        r"(?<![A-Za-z0-9_\-])(?i:--?(?:password|passwd|pass|token|api-key|apikey|secret|client-secret))"
         r"(?:=|[ \t]+)([\"'][^\"'\n]+[\"']|[^\s\"'-][^\s\"']*)",
         1,
     ),
@@ -226,11 +226,17 @@ def scrub_value(value: Any, counts: Counter[str] | None = None) -> Any:
         if isinstance(v, dict):
             out: dict[str, Any] = {}
             for k, x in v.items():
+                value = walk(x)
                 # {"password": "hunter2"}: the secret-ness lives in the key, not the string.
-                if isinstance(x, str) and key_looks_secret(k) and value_looks_secret(x):
+                if (
+                    isinstance(value, str)
+                    and MARK not in value
+                    and key_looks_secret(k)
+                    and value_looks_secret(value)
+                ):
                     counts["secret-assignment"] += 1
-                    x = marker("secret-assignment")
-                out[scrub_text(k, counts) if isinstance(k, str) else k] = walk(x)
+                    value = marker("secret-assignment")
+                out[scrub_text(k, counts) if isinstance(k, str) else k] = value
             return out
         return v
 

@@ -65,6 +65,12 @@ def stage_changes(repo: pygit2.Repository, base: pygit2.Commit) -> Changes:
     return changes
 
 
+def unstage(repo: pygit2.Repository) -> None:
+    """Put the workspace's index back to its branch tip, so a refused commit leaves no trace."""
+    repo.index.read_tree(repo.head.peel(pygit2.Commit).tree)
+    repo.index.write()
+
+
 def _path_problem(path: str) -> str | None:
     parts = PurePosixPath(path).parts
     if len(parts) != 2 or parts[0] not in EXECUTOR_TRACKS:
