@@ -340,3 +340,23 @@ def test_sources_never_need_os_environ(tmp_path, monkeypatch):
     claude_tree(tmp_path)
     cfg = make_config(tmp_path)
     assert len(get_source("claude-code", cfg).list_sessions()) == 4
+
+
+def test_openclaw_bridge_session_and_registered_cron_job_are_skipped(tmp_path):
+    state = tmp_path / "oc"
+    db = state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db)
+    conn.executescript((FIX / "openclaw" / "openclaw-agent.sql").read_text())
+    conn.execute(
+        "INSERT INTO transcript_events VALUES ('memwiki-bridge', 1, ?, 1778000000000)",
+        ('{"type":"message","message":{"role":"user","content":"run the memwiki task"}}',),
+    )
+    conn.commit()
+    conn.close()
+    cfg = make_config(tmp_path, bridging=True, OPENCLAW_STATE_DIR=str(state))
+    skip = self_session_ids(cfg, "openclaw")
+    got = {s.session_id for s in collect_new_sessions("openclaw", cfg, {}, skip_session_ids=skip)}
+    assert got == {"main/s-88", "main/s-90"}
+    got = collect_new_sessions("openclaw", cfg, {}, skip_session_ids=skip | {"cron:job42"})
+    assert {s.session_id for s in got} == {"main/s-88"}
