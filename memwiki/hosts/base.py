@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +77,6 @@ class ReadResult:
     records: list[Any]
     cursor: dict[str, Any]
     extra_drops: int = 0  # records the reader itself recognised as duplicates
-    notes: list[str] = field(default_factory=list)
 
 
 class TranscriptSource(ABC):
