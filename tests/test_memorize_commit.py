@@ -270,3 +270,38 @@ def test_executor_commits_in_the_workspace_still_count(tmp_path):
         memorize.commit(wiki, "one")
     (ws / "notes/bad.md").unlink()
     assert memorize.commit(wiki, "one").created == ["memory/a.md"]
+
+
+def test_retrieve_finds_what_a_run_committed(tmp_path):
+    from memwiki.index.indexer import Index
+
+    wiki = make_wiki(tmp_path, {"skill/release-billing-service.md": SKILL})
+    quiet = Index(wiki, notify=lambda _: None)
+    quiet.update(need_vectors=False)
+    prepared = memorize.prepare(wiki, [EXAMPLES / "session-flaky-test.json"])
+    subprocess.run(
+        [sys.executable, str(EXAMPLES / "executor.py"), prepared.executor_prompt], check=True
+    )
+    memorize.commit(wiki, prepared.run_id, reindex=lambda: quiet.update(need_vectors=False))
+    found = wiki.retrieve("pytest-randomly fixtures global state", mode="bm25", k=3)
+    assert found.paths()[0] == "memory/billing-service-tests.md"
+
+
+def test_a_file_written_during_the_merge_is_never_overwritten(tmp_path):
+    from memwiki.errors import StorageError
+
+    wiki = make_wiki(tmp_path, {"memory/notes.md": NOTES})
+    run = memorize.prepare(wiki, [payload(tmp_path, "1.json", ["one"])], run_id="one")
+    write(Path(run.workspace), "memory/notes.md", NOTES.replace("line two", "line two (run)"))
+
+    def obsidian_saves(name: str) -> None:
+        if name == "merge-made":  # a person saves the same file right before the checkout
+            write(wiki.root, "memory/notes.md", NOTES.replace("tail", "tail (hand)"))
+
+    with pytest.raises(StorageError, match="run commit again"):
+        memorize.commit(wiki, "one", _checkpoint=obsidian_saves)
+    assert "tail (hand)" in (wiki.root / "memory/notes.md").read_text()
+    result = memorize.commit(wiki, "one")
+    text = (wiki.root / "memory/notes.md").read_text()
+    assert "tail (hand)" in text and "line two (run)" in text and result.conflicts == []
+    assert len(merges(wiki.root)) == 1 and clean_status(wiki.root) == ""

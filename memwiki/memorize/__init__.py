@@ -5,11 +5,13 @@ from __future__ import annotations
 from .commit import CommitResult, commit
 from .prepare import PrepareResult, prepare, prepare_sessions
 from .runs import DiscardResult, RunStatus, discard, status
+from .validate import RunInvalid
 
 __all__ = [
     "CommitResult",
     "DiscardResult",
     "PrepareResult",
+    "RunInvalid",
     "RunStatus",
     "commit",
     "discard",

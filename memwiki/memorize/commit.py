@@ -173,7 +173,12 @@ def _commit_run_branch(
     wrepo = worktrees.open_workspace(workspace)
     if wrepo.head_is_detached or wrepo.head.name != f"refs/heads/{state.branch}":
         raise StateError(f"run {state.run_id}: the workspace is no longer on {state.branch}")
-    base = wiki.repo[state.base_commit].peel(pygit2.Commit)
+    try:
+        base = wiki.repo[state.base_commit].peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError):
+        raise StateError(
+            f"run {state.run_id}: its base commit {state.base_commit} is no longer in the wiki"
+        ) from None
     changes = stage_changes(wrepo, base)
     problems = check(wrepo, changes)
     if problems:
