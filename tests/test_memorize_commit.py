@@ -305,3 +305,33 @@ def test_a_file_written_during_the_merge_is_never_overwritten(tmp_path):
     text = (wiki.root / "memory/notes.md").read_text()
     assert "tail (hand)" in text and "line two (run)" in text and result.conflicts == []
     assert len(merges(wiki.root)) == 1 and clean_status(wiki.root) == ""
+
+
+def test_symlinks_are_refused(tmp_path):
+    wiki = make_wiki(tmp_path)
+    run = memorize.prepare(wiki, [payload(tmp_path, "1.json", ["one"])], run_id="one")
+    (Path(run.workspace) / "memory" / "link.md").symlink_to("/etc/hostname")
+    with pytest.raises(RunInvalid, match="memory/link.md:1: symbolic links are refused"):
+        memorize.commit(wiki, "one")
+
+
+def test_two_commits_racing_in_two_processes_both_land(tmp_path):
+    wiki = make_wiki(tmp_path, {"memory/notes.md": NOTES})
+    for rid in ("one", "two"):
+        run = memorize.prepare(wiki, [payload(tmp_path, f"{rid}.json", [rid])], run_id=rid)
+        write(Path(run.workspace), f"memory/{rid}.md", recall(rid, f"From run {rid}.\n"))
+    script = (
+        "import sys; from pathlib import Path; from memwiki import memorize; "
+        "from memwiki.wiki import Wiki; "
+        "print(memorize.commit(Wiki.open(Path(sys.argv[1])), sys.argv[2]).commit)"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, str(wiki.root), rid], text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for rid in ("one", "two")
+    ]  # fmt: skip
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert (wiki.root / "memory/one.md").is_file() and (wiki.root / "memory/two.md").is_file()
+    assert len(merges(wiki.root)) == 2 and clean_status(wiki.root) == ""
+    assert [s.state for s in memorize.status(wiki)] == ["committed", "committed"]
