@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-FORMAT = 3
+FORMAT = 4  # bump when chunking or analysis changes: old indexes are rebuilt
 # A file modified this close to the moment the manifest was written may change again
 # within the same mtime tick without changing size: hash it again next time.
 RACY_NS = 2_000_000_000
