@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
@@ -23,15 +22,12 @@ def retrieve(
     files: bool = typer.Option(False, "--files", help="Print only the paths of the files found."),
 ) -> None:
     """Find the memory and skills relevant to a query (markdown block for agents)."""
-    wiki = open_wiki()
-    result = wiki.retrieve(query, k=k, track=track, budget=budget, mode=mode, config=config())
-    if as_json:
-        emit_json(result.to_dict())
-    elif files:
-        for path in result.paths():
-            print(path)
-    else:
-        sys.stdout.write(result.to_markdown())
+    from .app import state
+    from .fast import run_retrieve
+
+    # Normally memwiki.cli.fast parses retrieve without Typer; this path serves --help
+    # and programmatic use of the Typer app.
+    run_retrieve(state.wiki, query, k, track, budget, mode, as_json, files)
 
 
 @app.command()

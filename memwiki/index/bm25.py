@@ -121,6 +121,9 @@ def search(
         return []
     ix = index.open_dir(str(directory), indexname=INDEX_NAME)
     q = Or([Term(field, t) for field in FIELD_BOOSTS for t in terms])
+    # Preloading every match into an array and scoring in bulk is about twice as fast
+    # as Whoosh's default binary tree of union matchers for OR queries like ours.
+    q.matcher_type = Or.ARRAY_MATCHER
     filt = Term("track", track) if track else None
     with ix.searcher() as searcher:
         # Whoosh's block-quality skipping costs more than it saves on OR queries this size.

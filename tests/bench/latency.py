@@ -12,6 +12,7 @@ these machines are noisy:
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -19,6 +20,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
 
 WORDS = (
     "deploy release billing staging ledger invoice stripe webhook postgres migration index "
@@ -47,22 +50,33 @@ print(int(np.argmax(scores)))
 """
 
 
+def vocabulary() -> list[str]:
+    """Words of the demo wiki, most frequent first: a realistic vocabulary for generated text."""
+    import re
+    from collections import Counter
+
+    counts: Counter[str] = Counter()
+    for path in (ROOT / "examples/demo-wiki").rglob("*.md"):
+        counts.update(w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9_-]+", path.read_text()))
+    return [w for w, _ in counts.most_common()]
+
+
 def generate_wiki(root: Path, files: int = 2000, seed: int = 7) -> None:
-    """A wiki of `files` RecallFiles with about five sections each."""
+    """A wiki of `files` RecallFiles, about five sections each, words drawn Zipf-like from real text."""
     rng = random.Random(seed)
+    vocab = vocabulary()
+    weights = [1.0 / (rank + 1) ** 1.05 for rank in range(len(vocab))]
+
+    def words(n: int) -> str:
+        return " ".join(rng.choices(vocab, weights, k=n))
+
     for n in range(files):
         track = "memory" if n % 3 else "skill"
-        name = f"note-{n:04d}-{rng.choice(WORDS)}"
-        sections = []
-        for s in range(rng.randint(3, 7)):
-            para = " ".join(rng.choice(WORDS) for _ in range(rng.randint(40, 120)))
-            sections.append(f"## Section {s} {rng.choice(WORDS)}\n{para}\n")
-        desc = " ".join(rng.choice(WORDS) for _ in range(8))
+        name = f"note-{n:04d}-" + re.sub(r"[^a-z0-9]+", "-", rng.choice(vocab[50:500])).strip("-")
+        sections = [f"## {words(4)}\n{words(rng.randint(40, 120))}\n" for _ in range(rng.randint(3, 7))]
         path = root / track / f"{name}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(
-            f"---\nname: {name}\ndescription: {desc}\n---\n# {name}\n" + "\n".join(sections)
-        )
+        path.write_text(f"---\nname: {name}\ndescription: {words(8)}\n---\n# {name}\n" + "\n".join(sections))
 
 
 def timed(cmd: list[str], runs: int) -> list[float]:
