@@ -61,8 +61,11 @@ class Config:
 
     @property
     def wiki_path(self) -> Path:
-        """Where the wiki lives."""
-        return Path(self.get("wiki") or self.home / "memwiki").expanduser()
+        """Where the wiki lives ("~" is this configuration's HOME, not the process's)."""
+        value = self.get("wiki") or str(self.home / "memwiki")
+        if value == "~" or value.startswith("~/"):
+            return self.home / value[2:]
+        return Path(value).expanduser()
 
     @property
     def bridging_run(self) -> bool:
@@ -85,6 +88,12 @@ def _read_file(path: Path) -> dict[str, object]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"{path}: invalid config file: {exc}") from None
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot read config file: {exc.strerror}") from None
+    for key in SETTINGS:
+        # str() of a table or a list would become a nonsense path; refuse it in one line.
+        if key in data and not isinstance(data[key], str | int | float | bool):
+            raise InvalidInput(f"{path}: invalid config file: {key!r} must be a string")
     return data
 
 

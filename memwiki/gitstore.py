@@ -61,15 +61,29 @@ def open_repo(path: Path) -> pygit2.Repository:
 
 def head_commit(repo: pygit2.Repository) -> pygit2.Commit | None:
     """The commit HEAD points at, or None in an empty repository."""
-    if repo.head_is_unborn:
-        return None
-    return repo.head.peel(pygit2.Commit)
+    try:
+        if repo.head_is_unborn:
+            return None
+        return repo.head.peel(pygit2.Commit)
+    except pygit2.GitError as exc:
+        # A damaged repository is a git failure (exit 5), not a bug in memwiki (exit 70).
+        raise StorageError(f"{repo.workdir.rstrip('/')}: cannot read HEAD: {exc}") from None
+
+
+def _read_index(repo: pygit2.Repository) -> pygit2.Index:
+    try:
+        index = repo.index
+        index.read()
+    except pygit2.GitError as exc:
+        raise StorageError(
+            f"{repo.workdir.rstrip('/')}: cannot read the git index: {exc}"
+        ) from None
+    return index
 
 
 def stage_all(repo: pygit2.Repository) -> None:
     """Stage every change in the work tree (new, modified, deleted), respecting .gitignore."""
-    index = repo.index
-    index.read()
+    index = _read_index(repo)
     for path, flags in repo.status().items():
         if flags & pygit2.GIT_STATUS_IGNORED:
             continue
@@ -81,6 +95,18 @@ def stage_all(repo: pygit2.Repository) -> None:
             | pygit2.GIT_STATUS_WT_TYPECHANGE
         ):
             index.add(path)
+    index.write()
+
+
+def stage_paths(repo: pygit2.Repository, paths: list[str]) -> None:
+    """Stage exactly these work-tree paths (added, modified or deleted) and nothing else."""
+    index = _read_index(repo)
+    workdir = Path(repo.workdir)
+    for path in paths:
+        if (workdir / path).is_file():
+            index.add(path)
+        elif path in index:
+            index.remove(path)
     index.write()
 
 
@@ -144,6 +170,17 @@ def commit_all(
 ) -> tuple[str | None, list[Change]]:
     """Stage and commit everything that changed; (None, []) when there is nothing to commit."""
     stage_all(repo)
+    changes = staged_changes(repo)
+    if not changes:
+        return None, []
+    return commit_index(repo, message or describe(changes)), changes
+
+
+def commit_paths(
+    repo: pygit2.Repository, paths: list[str], message: str | None = None
+) -> tuple[str | None, list[Change]]:
+    """Stage and commit only these paths, leaving other work in progress (hand edits) alone."""
+    stage_paths(repo, paths)
     changes = staged_changes(repo)
     if not changes:
         return None, []

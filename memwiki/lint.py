@@ -34,7 +34,7 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
             problems.append(
                 Problem(
                     rel,
-                    1,
+                    rfmod._key_line(rf.raw_frontmatter or "", "conflict_of"),
                     f"unresolved conflict copy of {rf.extra['conflict_of']}: "
                     "merge what you want to keep into it, then delete this file",
                 )

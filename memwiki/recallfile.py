@@ -17,7 +17,11 @@ from .errors import InvalidInput
 SLUG_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 MAX_NAME = 80
 KNOWN_KEYS = ("name", "description", "tags", "created", "updated", "sources")
-_KEY_LINE = re.compile(r"^([^\s#:][^:]*):(\s|$)")
+# Every character Python's str.splitlines() breaks at; YAML reads \x85, \u2028 and \u2029
+# as line breaks too, so a "one line" description may contain none of them.
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+# A top-level key line; "- x: y" is an entry of a flush-left block sequence, not a key.
+_KEY_LINE = re.compile(r"^(?!- )([^\s#:][^:]*):(\s|$)")
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,11 @@ def check_slug(value: str, what: str = "name") -> str:
     return value
 
 
+def is_one_line(text: str) -> bool:
+    """True when text (ignoring surrounding whitespace) holds no line break of any kind."""
+    return not any(c in LINE_BREAKS for c in text.strip())
+
+
 def now_iso() -> str:
     """The current UTC time as 2026-11-02T10:14:00Z."""
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -169,6 +178,12 @@ def parse(text: str | bytes, track: str, stem: str, path: str | None = None) -> 
         data = yaml.safe_load(fm_text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
+        context = getattr(exc, "context_mark", None)
+        # For an unclosed quote or bracket PyYAML notices the problem only later (at the
+        # next key, or the end of the frontmatter); the line to fix is where it opened.
+        unclosed = any(w in (getattr(exc, "context", None) or "") for w in ("flow", "quoted"))
+        if context is not None and (unclosed or mark is None or mark.line >= fm_text.count("\n")):
+            mark = context
         line = mark.line + 2 if mark is not None else 2
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise InvalidRecallFile(
@@ -230,7 +245,7 @@ def _validate_fields(data: dict, fm_text: str, track: str, stem: str, path: str)
         add("description", "missing 'description' in frontmatter")
     elif not isinstance(desc, str):
         add("description", "'description' must be a string")
-    elif "\n" in desc.strip():
+    elif not is_one_line(desc):
         add("description", "'description' must be one line")
     for key in ("tags", "sources"):
         value = data.get(key)
@@ -248,16 +263,29 @@ def _validate_fields(data: dict, fm_text: str, track: str, stem: str, path: str)
 # -------------------------------------------------------------- rendering
 
 
+def _unicode_ok(value) -> bool:
+    # PyYAML writes \x85, \u2028 and \u2029 raw when allow_unicode is on, and reading them
+    # back turns them into line breaks; such values are written with escapes instead.
+    if isinstance(value, str):
+        return not any(c in value for c in "\x85\u2028\u2029")
+    if isinstance(value, dict):
+        return all(_unicode_ok(k) and _unicode_ok(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(_unicode_ok(v) for v in value)
+    return True
+
+
 def _render_value(key: str, value) -> str:
     import yaml
 
     if key in ("created", "updated") and isinstance(value, str) and _ISO_Z.match(value):
         return f"{key}: {value}\n"
+    unicode = _unicode_ok(value)
     if isinstance(value, list):
         # Obsidian-style inline list: tags: [release, billing]
-        inline = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10**6)
+        inline = yaml.safe_dump(value, default_flow_style=True, allow_unicode=unicode, width=10**6)
         return f"{key}: {inline.strip()}\n"
-    return yaml.safe_dump({key: value}, allow_unicode=True, sort_keys=False, width=10**6)
+    return yaml.safe_dump({key: value}, allow_unicode=unicode, sort_keys=False, width=10**6)
 
 
 _ISO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
@@ -277,17 +305,32 @@ def _known_values(rf: RecallFile) -> dict:
 
 
 def _blocks(fm_text: str) -> list[tuple[str | None, str]]:
-    """Cut frontmatter into top-level key blocks (key, text); comments stay with their block."""
+    """Cut frontmatter into top-level key blocks (key, text).
+
+    Comment and blank lines at the left margin between two keys are blocks of their own
+    (key None), so re-rendering a known key never drops a comment written about the next
+    one; they join the key above only when an indented line of that key's value follows.
+    """
     blocks: list[tuple[str | None, str]] = []
+    pending: list[str] = []
     for line in fm_text.splitlines(keepends=True):
         m = _KEY_LINE.match(line)
         if m:
+            if pending:
+                blocks.append((None, "".join(pending)))
+                pending = []
             blocks.append((m.group(1).strip(), line))
-        elif blocks:
+        elif line.startswith("#") or not line.strip():
+            pending.append(line)
+        elif blocks and blocks[-1][0] is not None:
             key, text = blocks[-1]
-            blocks[-1] = (key, text + line)
+            blocks[-1] = (key, text + "".join(pending) + line)
+            pending = []
         else:
-            blocks.append((None, line))
+            blocks.append((None, "".join(pending) + line))
+            pending = []
+    if pending:
+        blocks.append((None, "".join(pending)))
     return blocks
 
 
@@ -299,8 +342,9 @@ def render(rf: RecallFile) -> str:
     if rf.raw_frontmatter is None:
         fm = "".join(_render_value(k, v) for k, v in known.items())
         if rf.extra:
+            extra = _jsonable(rf.extra)
             fm += yaml.safe_dump(
-                _jsonable(rf.extra), allow_unicode=True, sort_keys=False, width=10**6
+                extra, allow_unicode=_unicode_ok(extra), sort_keys=False, width=10**6
             )
     else:
         fm = _edit_frontmatter(rf.raw_frontmatter, known)

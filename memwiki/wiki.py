@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import recallfile as rfmod
-from .errors import InvalidInput, NotFound, StateError
+from .errors import InvalidInput, NotFound, StateError, StorageError
 from .fsutil import atomic_write_text, safe_join
 from .lock import FileLock
 from .recallfile import Problem, RecallFile, check_slug
@@ -71,16 +71,19 @@ class CommitResult:
         }
 
 
-def _encode_cursor(track: str, name: str) -> str:
-    raw = json.dumps([track, name]).encode()
+def _encode_cursor(track: str, name: str, rel: str) -> str:
+    raw = json.dumps([track, name, rel]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def _decode_cursor(cursor: str) -> tuple[str, str]:
+def _decode_cursor(cursor: str) -> tuple[str, str, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        track, name = json.loads(raw)
-        return str(track), str(name)
+        track, name, *rel = json.loads(raw)
+        if len(rel) > 1:
+            raise ValueError(cursor)
+        # A two-part cursor (older memwiki) sorts before every path of its (track, name).
+        return str(track), str(name), str(rel[0]) if rel else ""
     except (ValueError, TypeError):
         raise InvalidInput(
             f"invalid cursor {cursor!r}: pass a next_cursor from a previous page"
@@ -101,18 +104,26 @@ class Wiki:
         """Create a wiki (git init, tracks, .gitignore, README, first commit); (wiki, created)."""
         import pygit2
 
+        from . import gitstore
+
         path = Path(path).expanduser()
-        path.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create {path}: {exc.strerror}") from None
         root = path.resolve()
         if (root / ".git").exists():
             wiki = cls(root)
+            if not wiki._looks_like_wiki() and not force:
+                raise StateError(
+                    f"{root} is a git repository but not a memwiki wiki; "
+                    "choose another place or pass --force to add the wiki layout to it"
+                )
             changed = wiki._ensure_layout()
             if changed:
-                from . import gitstore
-
-                gitstore.commit_all(wiki.repo, "memwiki: complete the wiki layout\n")
-            return wiki, changed
-        from . import gitstore
+                # Only the layout files: the person's own uncommitted work stays uncommitted.
+                gitstore.commit_paths(wiki.repo, changed, "memwiki: complete the wiki layout\n")
+            return wiki, bool(changed)
 
         outer = gitstore.find_enclosing_repo(root)
         if outer is not None and not force:
@@ -125,28 +136,35 @@ class Wiki:
         gitstore.commit_all(wiki.repo, "memwiki: initialise the wiki\n")
         return wiki, True
 
-    def _ensure_layout(self) -> bool:
+    def _looks_like_wiki(self) -> bool:
+        gi = self.root / ".gitignore"
+        if gi.is_file() and GITIGNORE_LINE in gi.read_text(encoding="utf-8").splitlines():
+            return True
+        return all((self.root / track).is_dir() for track in TRACKS)
+
+    def _ensure_layout(self) -> list[str]:
+        """Create what is missing of the layout; the relative paths it wrote."""
         from importlib.resources import files
 
-        changed = False
+        changed: list[str] = []
         for track in TRACKS:
             keep = self.root / track / ".gitkeep"
             if not (self.root / track).is_dir():
                 keep.parent.mkdir(parents=True, exist_ok=True)
                 keep.write_text("")
-                changed = True
+                changed.append(f"{track}/.gitkeep")
         gi = self.root / ".gitignore"
         text = gi.read_text(encoding="utf-8") if gi.exists() else ""
         if GITIGNORE_LINE not in text.splitlines():
             sep = "" if not text or text.endswith("\n") else "\n"
             atomic_write_text(gi, text + sep + GITIGNORE_LINE + "\n")
-            changed = True
+            changed.append(".gitignore")
         readme = self.root / "README.md"
         if not readme.exists():
             atomic_write_text(
                 readme, (files("memwiki.templates") / "wiki" / "README.md").read_text()
             )
-            changed = True
+            changed.append("README.md")
         return changed
 
     @classmethod
@@ -189,10 +207,16 @@ class Wiki:
 
     def iter_paths(self, track: str | None = None) -> Iterator[tuple[str, Path]]:
         """Every markdown file in a track folder, as (track, path), sorted; dot-folders skipped."""
+        if track is not None and (
+            not track or track.startswith(".") or "/" in track or "\\" in track
+        ):
+            raise InvalidInput(f"invalid track {track!r}: a top-level folder name of the wiki")
         tops = [track] if track else sorted(p.name for p in self.root.iterdir() if p.is_dir())
         for top in tops:
             if top.startswith(".") or not (self.root / top).is_dir():
                 continue
+            if not _inside(self.root / top, self.root):
+                continue  # a symlinked track leading outside the wiki is never read
             for path in sorted((self.root / top).rglob("*.md")):
                 rel = path.relative_to(self.root)
                 if any(part.startswith(".") for part in rel.parts):
@@ -217,16 +241,20 @@ class Wiki:
         after = _decode_cursor(cursor) if cursor else None
         items: list[Entry] = []
         skipped: list[Problem] = []
-        keyed = sorted(((t, p.stem), p) for t, p in self.iter_paths(track))
+        # The relative path completes the key: two files with one stem in nested folders
+        # of a track (a lint error, but it happens) must not hide each other across pages.
+        keyed = sorted(
+            ((t, p.stem, str(p.relative_to(self.root))), p) for t, p in self.iter_paths(track)
+        )
         next_cursor = None
-        last: tuple[str, str] | None = None
+        last: tuple[str, str, str] | None = None
         for key, path in keyed:
             if after is not None and key <= after:
                 continue
             if len(items) == limit and last is not None:
                 next_cursor = _encode_cursor(*last)
                 break
-            rel = str(path.relative_to(self.root))
+            rel = key[2]
             try:
                 rf = rfmod.read(path, key[0], rel)
             except rfmod.InvalidRecallFile as exc:
@@ -246,22 +274,33 @@ class Wiki:
         path = self.path_of(rf.track, rf.name)
         if not isinstance(rf.description, str) or not rf.description.strip():
             raise InvalidInput(f"{rf.track}/{rf.name}: description is missing")
-        if "\n" in rf.description.strip():
+        if not rfmod.is_one_line(rf.description):
             raise InvalidInput(f"{rf.track}/{rf.name}: description must be one line")
+        rf.description = rf.description.strip()
         existing = None
         if path.exists():
             try:
                 existing = rfmod.read(path, rf.track)
             except rfmod.InvalidRecallFile:
                 existing = None  # rewritten whole: the caller supplied a complete file
+            except OSError as exc:
+                raise StorageError(
+                    f"{rf.track}/{rf.name}.md: cannot read: {exc.strerror}"
+                ) from None
         if existing is not None and rf.raw_frontmatter is None:
             rf.raw_frontmatter = existing.raw_frontmatter
             rf.extra = {**existing.extra, **rf.extra}
-        rf.created = rf.created or (existing.created if existing else None) or rfmod.now_iso()
+        # One clock reading: a new file's 'created' and 'updated' must be equal.
+        now = rfmod.now_iso()
+        rf.created = rf.created or (existing.created if existing else None) or now
+        if existing is not None:
+            # Compare with the stamp the file already has, so that rewriting identical
+            # content neither bumps 'updated' nor makes a commit.
+            rf.updated = existing.updated
         text = rfmod.render(rf)
         if existing is not None and text == rfmod.render(existing):
             return path, text, False  # unchanged: leave 'updated' alone
-        rf.updated = rfmod.now_iso()
+        rf.updated = now
         text = rfmod.render(rf)
         # Whatever we write must read back as the same file.
         rfmod.parse(text, rf.track, rf.name)
@@ -287,7 +326,9 @@ class Wiki:
         with self.write_lock():
             path, text, _ = self._prepare(rf)
             atomic_write_text(path, text)
-            return self._commit_locked(message or f"memwiki: save {rf.track}/{rf.name}\n")
+            return self._commit_locked(
+                message or f"memwiki: save {rf.track}/{rf.name}\n", [self._rel(path)]
+            )
 
     def remove(self, track: str, name: str, message: str | None = None) -> CommitResult:
         """Delete one RecallFile and commit the deletion."""
@@ -296,7 +337,9 @@ class Wiki:
             if not path.is_file():
                 raise NotFound(f"no RecallFile {track}/{name}")
             path.unlink()
-            return self._commit_locked(message or f"memwiki: delete {track}/{name}\n")
+            return self._commit_locked(
+                message or f"memwiki: delete {track}/{name}\n", [self._rel(path)]
+            )
 
     def commit_results(self, recall_files: list[dict], message: str | None = None) -> CommitResult:
         """Validate all files, write them, and make one commit (all or nothing)."""
@@ -317,7 +360,7 @@ class Wiki:
                     raise InvalidInput(f"recall_files[{i}]: {exc.message}") from None
             for path, text, _ in prepared:
                 atomic_write_text(path, text)
-            return self._commit_locked(message)
+            return self._commit_locked(message, [self._rel(p) for p, _, _ in prepared])
 
     def _from_payload(self, index: int, item) -> RecallFile:
         where = f"recall_files[{index}]"
@@ -341,7 +384,7 @@ class Wiki:
             value = item.get(key, [])
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise InvalidInput(f"{where}.{key}: must be a list of strings")
-        if "\n" in item["description"].strip():
+        if not rfmod.is_one_line(item["description"]):
             raise InvalidInput(f"{where}.description: must be one line")
         return RecallFile(
             track=item["track"],
@@ -358,10 +401,18 @@ class Wiki:
         with self.write_lock():
             return self._commit_locked(message)
 
-    def _commit_locked(self, message: str | None) -> CommitResult:
+    def _rel(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    def _commit_locked(self, message: str | None, paths: list[str] | None = None) -> CommitResult:
+        """Commit everything (paths None) or only the given paths: an agent's write must not
+        sweep a person's unfinished hand edits into its commit."""
         from . import gitstore
 
-        oid, changes = gitstore.commit_all(self.repo, message)
+        if paths is None:
+            oid, changes = gitstore.commit_all(self.repo, message)
+        else:
+            oid, changes = gitstore.commit_paths(self.repo, paths, message)
         groups: dict[str, list[str]] = {"created": [], "updated": [], "deleted": []}
         for c in changes:
             groups[c.status].append(c.path)

@@ -156,7 +156,8 @@ def list_(
     """List RecallFiles (all of them unless --limit)."""
     wiki = open_wiki()
     items, skipped = [], []
-    page = wiki.list_recall_files(track=track, cursor=cursor, limit=limit or 500)
+    # `limit or 500` would turn --limit 0 into "everything"; let the library refuse it.
+    page = wiki.list_recall_files(track=track, cursor=cursor, limit=500 if limit is None else limit)
     items.extend(page.items)
     skipped.extend(page.skipped)
     while limit is None and page.next_cursor:
@@ -170,6 +171,8 @@ def list_(
             {
                 "items": [e.to_dict() for e in items],
                 "next_cursor": page.next_cursor if limit else None,
+                # Malformed files are skipped, never silently: agents see them here too.
+                "skipped": [p.to_dict() for p in skipped],
             }
         )
         return

@@ -1,0 +1,112 @@
+"""Configuration: option > MEMWIKI_DIR > config file (XDG) > ~/memwiki, and where each came from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memwiki.config import config_file_path, load
+from memwiki.errors import InvalidInput
+
+
+def write_config(dir_: Path, text: str) -> Path:
+    path = dir_ / "memwiki" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_default_is_home_memwiki(isolated_env) -> None:
+    cfg = load()
+    assert cfg.wiki_path == isolated_env / "memwiki"
+    assert cfg.settings["wiki"].source == "default"
+    assert cfg.config_file == isolated_env / ".config" / "memwiki" / "config.toml"
+
+
+def test_precedence_option_env_file_default(isolated_env, monkeypatch, tmp_path) -> None:
+    cfg_file = write_config(isolated_env / ".config", f'wiki = "{tmp_path / "from-file"}"\n')
+    assert load().wiki_path == tmp_path / "from-file"
+    assert load().settings["wiki"].source == f"file:{cfg_file}"
+
+    monkeypatch.setenv("MEMWIKI_DIR", str(tmp_path / "from-env"))
+    assert load().wiki_path == tmp_path / "from-env"
+    assert load().settings["wiki"].source == "env:MEMWIKI_DIR"
+
+    cfg = load({"wiki": str(tmp_path / "from-option")})
+    assert cfg.wiki_path == tmp_path / "from-option"
+    assert cfg.settings["wiki"].source == "option"
+
+    # An empty variable counts as unset rather than as "the current directory".
+    monkeypatch.setenv("MEMWIKI_DIR", "")
+    assert load().settings["wiki"].source.startswith("file:")
+
+
+def test_xdg_config_home_is_honoured_and_defaults_to_home_config(
+    isolated_env, monkeypatch, tmp_path
+) -> None:
+    xdg = tmp_path / "xdg"
+    write_config(xdg, 'wiki = "/from/xdg"\n')
+    write_config(isolated_env / ".config", 'wiki = "/from/home-config"\n')
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
+    assert load().wiki_path == Path("/from/xdg")
+    monkeypatch.delenv("XDG_CONFIG_HOME")
+    assert load().wiki_path == Path("/from/home-config")
+    assert config_file_path({"HOME": "/h"}) == Path("/h/.config/memwiki/config.toml")
+
+
+def test_tilde_means_the_configured_home(isolated_env) -> None:
+    write_config(isolated_env / ".config", 'wiki = "~/notes/wiki"\n')
+    assert load().wiki_path == isolated_env / "notes" / "wiki"
+    cfg = load(environ={"HOME": "/elsewhere", "MEMWIKI_DIR": "~/w"})
+    assert cfg.wiki_path == Path("/elsewhere/w")
+
+
+def test_explicit_environ_ignores_the_process_environment(monkeypatch) -> None:
+    monkeypatch.setenv("MEMWIKI_DIR", "/process")
+    cfg = load(environ={"HOME": "/h"})
+    assert cfg.wiki_path == Path("/h/memwiki")
+
+
+@pytest.mark.parametrize(
+    "text", ['wiki = "unterminated\n', "wiki = [1, 2]\n", "[wiki]\npath = 'x'\n", "\xff"]
+)
+def test_invalid_config_file_is_one_clear_error(isolated_env, text) -> None:
+    path = isolated_env / ".config" / "memwiki" / "config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(text.encode("latin-1"))
+    with pytest.raises(InvalidInput) as err:
+        load()
+    assert err.value.message.startswith(f"{path}: invalid config file:")
+    assert "\n" not in err.value.message
+
+
+def test_config_show_text_and_json(cli, isolated_env, monkeypatch, tmp_path) -> None:
+    cfg_file = write_config(isolated_env / ".config", 'embed = "none"\n')
+    monkeypatch.setenv("MEMWIKI_DIR", str(tmp_path / "envwiki"))
+    code, out, err = cli("config", "show")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == f"# config file: {cfg_file}"
+    rows = {line.split()[0]: line.split(None, 1)[1] for line in lines[1:]}
+    assert rows["wiki"] == f"{tmp_path / 'envwiki'}  (env:MEMWIKI_DIR)"
+    assert rows["embed"] == f"none  (file:{cfg_file})"
+    assert rows["hook_budget_ms"] == "1500  (default)"
+
+    code, out, _ = cli("--wiki", str(tmp_path / "opt"), "config", "show", "--json")
+    data = json.loads(out)
+    assert code == 0
+    assert data["config_file"] == str(cfg_file)
+    assert data["settings"]["wiki"] == {"value": str(tmp_path / "opt"), "source": "option"}
+    assert data["settings"]["embed"] == {"value": "none", "source": f"file:{cfg_file}"}
+    assert data["settings"]["git_token"] == {"value": None, "source": "default"}
+
+
+def test_invalid_config_in_the_real_cli(run_memwiki, isolated_env) -> None:
+    write_config(isolated_env / ".config", "wiki = \n")
+    done = run_memwiki("config", "show")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1
+    assert done.stderr.startswith("memwiki: error: ") and "invalid config file" in done.stderr
