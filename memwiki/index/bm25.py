@@ -8,6 +8,8 @@ from pathlib import Path
 from .chunker import Item
 
 INDEX_NAME = "items"
+OPTIMIZE_BELOW = 2_000  # items; see update()
+MAX_DELETED_SHARE = 0.1
 # Title-like fields weigh more: a word in a file's name or a heading says more
 # about the item than the same word deep in its body.
 FIELD_BOOSTS = {"name": 2.0, "description": 1.5, "heading": 1.5, "tags": 1.5, "body": 1.0}
@@ -87,7 +89,13 @@ def update(directory: Path, removed_paths: Iterable[str], added: Iterable[Item])
     except BaseException:
         writer.cancel()
         raise
-    writer.commit()
+    # Whoosh keeps deleted documents in its term statistics until their segment is
+    # merged away, so BM25 scores drift from those of a rebuild. Small indexes are
+    # rewritten whole (cheap, and then exactly equal to a rebuild); large ones when
+    # deletions pile up.
+    with ix.reader() as reader:
+        total, deleted = reader.doc_count_all(), reader.doc_count_all() - reader.doc_count()
+    writer.commit(optimize=total <= OPTIMIZE_BELOW or deleted > total * MAX_DELETED_SHARE)
     return ix.latest_generation()
 
 
