@@ -21,7 +21,7 @@ test: $(STAMP)
 	$(BIN)/pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.run --locomo "$(LOCOMO)"
+	$(BIN)/python tests/bench/run.py --locomo "$(LOCOMO)"
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

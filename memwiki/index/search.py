@@ -89,7 +89,8 @@ class RetrievalResult:
         """A compact block an agent can paste into its context."""
         if not self.results:
             return f'<!-- memwiki: no memory matches "{self.query}" -->\n'
-        out = [f'<!-- memwiki: {len(self.results)} files for "{self.query}" -->']
+        n = len(self.results)
+        out = [f'<!-- memwiki: {n} file{"" if n == 1 else "s"} for "{self.query}" -->']
         for r in self.results:
             out.append(f"\n## {r.path}\n{r.name}: {r.description}")
             for s in r.sections:
