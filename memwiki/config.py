@@ -33,6 +33,9 @@ HOST_ENV = (
     "OPENCLAW_HOME",
     "HERMES_HOME",
     "HERMES_SESSION_ID",
+    "CURSOR_CONVERSATION_ID",
+    "CODEX_THREAD_ID",
+    "PATH",
     "HOME",
 )
 
