@@ -6,6 +6,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from . import recallfile as rfmod
+from .memorize.conflicts import COPY_RE
 from .recallfile import Problem
 
 if TYPE_CHECKING:
@@ -21,6 +22,17 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
         rel = str(path.relative_to(wiki.root))
         by_name[(track, path.stem.lower())].append(rel)
         if wanted is not None and rel not in wanted:
+            continue
+        copy = COPY_RE.match(path.name)
+        if copy:  # its name is not a slug on purpose: say what it is, not that the name is bad
+            problems.append(
+                Problem(
+                    rel,
+                    1,
+                    f"unresolved conflict copy of {track}/{copy['stem']}: merge what you want "
+                    "to keep into that file, then delete this one",
+                )
+            )
             continue
         try:
             rf = rfmod.read(path, track, rel)
