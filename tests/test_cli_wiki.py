@@ -185,7 +185,7 @@ def test_acceptance_hand_edit_commit_then_add_keeps_keys_and_body(
     )
     assert without_stamps == expected
     for key in ("created", "updated"):
-        assert re.search(rf"^{key}: \d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n---\n|^{key}: ", text, re.M)
+        assert re.search(rf"^{key}: \d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", text, re.M)
     assert text.split("---\n", 2)[2] == HAND_WRITTEN.split("---\n", 2)[2]
     assert git(root, "status", "--porcelain") == ""
     assert git(root, "log", "-1", "--format=%s") == "memwiki: save memory/billing\n"
@@ -464,6 +464,7 @@ def test_list_table_and_json(w, cli) -> None:
     code, out, _ = cli("--wiki", w, "list")
     lines = [line.split() for line in out.splitlines()]
     assert code == 0
+    assert all(line == line.rstrip() for line in out.splitlines())
     assert lines[0] == ["track", "name", "description", "updated"]
     assert [row[:4] for row in lines[1:]] == [
         ["memory", "a", "About", "a"],

@@ -182,7 +182,11 @@ def list_(
     table = Table("track", "name", "description", "updated", box=None, pad_edge=False)
     for e in items:
         table.add_row(e.track, e.name, e.description, e.updated or "")
-    Console(width=200 if not sys.stdout.isatty() else None).print(table)
+    console = Console(width=200 if not sys.stdout.isatty() else None)
+    with console.capture() as captured:
+        console.print(table)
+    # Rich pads the last column to its width; trailing blanks are noise for grep and agents.
+    sys.stdout.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
     if limit and page.next_cursor:
         print(f"(more: --cursor {page.next_cursor})")
 
