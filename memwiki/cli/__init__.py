@@ -16,7 +16,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from .fast import try_fast
 
-        handled, debug = try_fast(argv)
+        handled, fast_debug = try_fast(argv)
+        debug = debug or fast_debug
         if handled:
             return 0
         from .app import app
