@@ -165,6 +165,10 @@ def retrieve(
         raise InvalidInput(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     if k < 1:
         raise InvalidInput("-k must be at least 1")
+    if track is not None:
+        from ..recallfile import check_slug
+
+        check_slug(track, "track")
     index = index or Index(wiki, config, notify=notify)
     embedder = index.embedder() if mode != "bm25" else None
     if mode == "vector" and embedder is None:
