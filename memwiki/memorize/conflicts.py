@@ -9,7 +9,8 @@ Used by memorize commit (label ``run-<id>``) and by sync (label ``remote``):
   ``conflict_label: <label>`` added, so lint can point at it;
 - one side deleted a file the other changed: the changed version stays;
 - before any of that, a conflict that exists only because both sides stamped a new
-  ``updated:`` timestamp is merged normally, keeping the later timestamp.
+  ``updated:`` timestamp is merged normally, keeping the later timestamp (and the
+  earlier ``created:``, when both sides added one to a file that had none).
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ COPY_RE = re.compile(
     r"^(?P<stem>.+)\.conflict-(?P<label>[a-z0-9][a-z0-9-]*)-(?P<sha>[0-9a-f]{7,40})(?P<ext>\.[^./]+)?$"
 )
 _TOP_KEY = re.compile(r"^([A-Za-z0-9_][^:\s]*)[ \t]*:(?:[ \t]|$)")
-_UPDATED = re.compile(r"^updated[ \t]*:[ \t]*(.*?)[ \t]*$", re.MULTILINE)
+# Stamps memorize commit writes on every changed file, and which of two values wins.
+_STAMPS = {
+    "updated": (re.compile(r"^updated[ \t]*:[ \t]*(.*?)[ \t]*$", re.MULTILINE), max),
+    "created": (re.compile(r"^created[ \t]*:[ \t]*(.*?)[ \t]*$", re.MULTILINE), min),
+}
 
 
 @dataclass(frozen=True)
@@ -93,21 +98,21 @@ def conflict_copy_text(data: bytes, copy_stem: str, original: str, label: str) -
     return "".join([lines[0], *out, *marks, *lines[end:]]).encode("utf-8")
 
 
-def _updated_value(text: str) -> str | None:
+def _stamp_value(text: str, key: str) -> str | None:
     lines = text.splitlines(keepends=True)
     end = _frontmatter_bounds(lines)
     if end is None:
         return None
-    m = _UPDATED.search("".join(lines[1:end]))
+    m = _STAMPS[key][0].search("".join(lines[1:end]))
     return m.group(1) if m else None
 
 
-def _set_updated(text: str, value: str) -> str:
+def _set_stamp(text: str, key: str, value: str) -> str:
     lines = text.splitlines(keepends=True)
     end = _frontmatter_bounds(lines)
     if end is None:
         return text
-    fm = _UPDATED.sub(lambda _: f"updated: {value}", "".join(lines[1:end]), count=1)
+    fm = _STAMPS[key][0].sub(lambda _: f"{key}: {value}", "".join(lines[1:end]), count=1)
     return lines[0] + fm + "".join(lines[end:])
 
 
@@ -117,22 +122,27 @@ def _merge_ignoring_updated(
     ours: pygit2.IndexEntry,
     theirs: pygit2.IndexEntry,
 ) -> bytes | None:
-    """A clean text merge once both sides agree on `updated:` (the later one); else None."""
+    """A clean text merge once both sides agree on their stamps (see the module doc); else None."""
     try:
         texts = [repo[e.id].data.decode("utf-8") if e else None for e in (anc, ours, theirs)]
     except UnicodeDecodeError:
         return None
-    stamps = [_updated_value(t) for t in texts[1:] if t is not None]
-    stamps = [s for s in stamps if s]
-    if len(stamps) < 2 or len(set(stamps)) == 1:
+    agreed = {}
+    for key, (_, pick) in _STAMPS.items():
+        stamps = [_stamp_value(t, key) for t in texts[1:] if t is not None]
+        stamps = [v for v in stamps if v]
+        if len(stamps) == 2 and stamps[0] != stamps[1]:
+            agreed[key] = pick(stamps)
+    if "updated" not in agreed:
         return None  # the timestamps are not what conflicts
-    latest = max(stamps)
     entries = []
     for entry, text in zip((anc, ours, theirs), texts, strict=True):
         if entry is None or text is None:
             entries.append(None)
             continue
-        blob = repo.create_blob(_set_updated(text, latest).encode("utf-8"))
+        for key, value in agreed.items():
+            text = _set_stamp(text, key, value)
+        blob = repo.create_blob(text.encode("utf-8"))
         entries.append(pygit2.IndexEntry(entry.path, blob, entry.mode))
     result = repo.merge_file_from_index(*entries)
     if not result.automergeable:
