@@ -88,4 +88,4 @@ def split_ref(ref: str) -> tuple[str, str]:
 
 
 # Command modules register themselves on `app` when imported.
-from . import index_cmds, wiki_cmds  # noqa: E402, F401
+from . import hosts_cmds, index_cmds, memorize_cmds, wiki_cmds  # noqa: E402, F401

@@ -15,6 +15,8 @@ from ..errors import MemwikiError
 EVENT = "UserPromptSubmit"
 # Larger additional context is cut to a preview by Claude Code (hosts.md §8: 10k chars arrived).
 MAX_CONTEXT_CHARS = 9500
+# The retrieval thread's name, so the CLI can tell that one outlived its budget.
+WORKER_NAME = "memwiki-hook-retrieve"
 CUT_NOTE = "\n[memwiki: cut to fit; run `memwiki retrieve` for the rest]"
 
 
@@ -97,7 +99,7 @@ def run_claude_code_hook(
         except BaseException as exc:  # fail open on anything the retrieval raises
             box["error"] = exc
 
-    worker = threading.Thread(target=work, name="memwiki-hook-retrieve", daemon=True)
+    worker = threading.Thread(target=work, name=WORKER_NAME, daemon=True)
     worker.start()
     worker.join(max(0.0, budget_s))
     if worker.is_alive():

@@ -164,9 +164,10 @@ def install_schedule(
     """Write the wrapper and prompt files and add (or refresh) the crontab entry."""
     entry = schedule_entry(host, config)
     files = bridge_files(host, config)
+    # Read first: without a crontab command nothing is installed, so nothing is written.
+    current = read_crontab(cmd)
     write_text(files.prompt, task_prompt(host))
     write_text(files.wrapper, render_wrapper(host, config, headless))
-    current = read_crontab(cmd)
     new = crontab_with_entry(current, host, entry)
     if new == current:
         action = "unchanged"
@@ -180,9 +181,12 @@ def uninstall_schedule(host: str, config: Config, cmd: Sequence[str] = CRONTAB) 
     """Remove the crontab entry and the files install_schedule wrote."""
     entry = schedule_entry(host, config)
     files = bridge_files(host, config)
-    current = read_crontab(cmd)
-    new = crontab_without_entry(current, host)
-    action = "absent" if new == current else "removed"
+    try:
+        current = read_crontab(cmd)
+    except NotFound:
+        current = None  # no crontab command: no entry can exist, but files may
+    new = crontab_without_entry(current or "", host)
+    action = "absent" if current is None or new == current else "removed"
     if action == "removed":
         write_crontab(new, cmd)
     removed = [str(p) for p in (files.wrapper, files.prompt, files.lock) if p.exists()]

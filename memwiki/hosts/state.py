@@ -27,6 +27,8 @@ CURSOR_FILE = "cursor.json"
 PENDING_FILE = "pending.json"
 STATE_VERSION = 1
 MAX_CLAIMED = 1000
+# pending.json also records the memorize run it waits for under this key.
+RUN_KEY = "run"
 
 
 def empty_state() -> dict[str, Any]:
@@ -97,6 +99,7 @@ def promote_pending(directory: Path) -> bool:
     committed = load_cursor(directory / CURSOR_FILE)
     # Claims recorded after the pending state was computed must survive the promotion.
     merged = claim_sessions(pending, committed.get("claimed", []))
+    merged.pop(RUN_KEY, None)  # the pending run's record is not part of the cursor
     save_cursor(directory / CURSOR_FILE, merged)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(pending_path)

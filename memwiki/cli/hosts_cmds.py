@@ -1,0 +1,283 @@
+"""Host commands: hosts detect, install, uninstall, schedule, hook, docs, bridge (docs/hosts.md)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from .app import app, config, emit_json, open_wiki, warn
+from .memorize_cmds import (
+    fail_run_invalid,
+    print_committed,
+    print_prepared,
+    reindex_for,
+    wiki_option,
+)
+
+JSON = typer.Option(False, "--json", help="Print JSON (schema in docs/reference.md).")
+HOST = typer.Option(..., "--host", help="claude-code, codex, cursor, openclaw, hermes or generic.")
+
+hosts_app = typer.Typer(help="Find the coding agents on this machine.", no_args_is_help=True)
+bridge_app = typer.Typer(
+    help="Memorize a host's own session logs: prepare a run, then commit it.", no_args_is_help=True
+)
+hook_app = typer.Typer(help="Hooks that agents call (they always exit 0).", no_args_is_help=True)
+docs_app = typer.Typer(help="Print guides and prompts for agents.", no_args_is_help=True)
+app.add_typer(hosts_app, name="hosts")
+app.add_typer(bridge_app, name="bridge")
+app.add_typer(hook_app, name="hook")
+app.add_typer(docs_app, name="docs")
+
+
+def check_host(host: str) -> str:
+    """host if memwiki knows it, else a one-line InvalidInput."""
+    from ..hosts.base import host_module
+
+    host_module(host)
+    return host
+
+
+def _yes(flag: bool | None) -> str:
+    return "-" if flag is None else ("yes" if flag else "no")
+
+
+@hosts_app.command("detect")
+def detect(
+    path: Path = typer.Argument(
+        None, help="Also check this directory of JSONL transcripts (generic reader)."
+    ),
+    as_json: bool = JSON,
+) -> None:
+    """Which agents are here, and whether memorization and retrieval work for each."""
+    from ..hosts.detect import detect_hosts
+
+    statuses = detect_hosts(config(), path)
+    if as_json:
+        emit_json({"hosts": [s.to_dict() for s in statuses]})
+        return
+    for s in statuses:
+        if not s.found:
+            print(f"{s.host:<12} not found")
+            continue
+        print(
+            f"{s.host:<12} memorize: {_yes(s.memorize)} ({s.sessions} sessions in "
+            f"{s.session_location or '-'})"
+        )
+        if s.instruction_file:
+            hook = "" if s.hook_installed is None else f", hook {_yes(s.hook_installed)}"
+            print(
+                f"{'':<12} retrieve: {_yes(s.retrieve)} ({s.instruction_file}, "
+                f"block {_yes(s.installed)}{hook})"
+            )
+        for note in s.notes:
+            print(f"{'':<12} note: {note}")
+        if s.next_command:
+            print(f"{'':<12} next: {s.next_command}")
+
+
+def _print_changes(result) -> None:
+    verb = "would be " if result.dry_run else ""
+    for c in result.changes:
+        print(f"{c.kind:<11} {verb}{c.action:<9} {c.path}")
+
+
+@app.command()
+def install(
+    host: str = HOST,
+    path: Path = typer.Option(None, "--path", help="Patch this instruction file instead."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change; write nothing."),
+    as_json: bool = JSON,
+) -> None:
+    """Tell an agent to retrieve memory first (managed block; Claude Code: also a hook)."""
+    from ..hosts.inject import install as do_install
+
+    result = do_install(check_host(host), config(), path, dry_run=dry_run)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    _print_changes(result)
+    if host == "claude-code" and result.changed and not dry_run:
+        print("restart Claude Code (or review the hook in /hooks) for the hook to take effect")
+
+
+@app.command()
+def uninstall(
+    host: str = HOST,
+    path: Path = typer.Option(None, "--path", help="The instruction file install patched."),
+    as_json: bool = JSON,
+) -> None:
+    """Remove exactly what install and schedule added (block, hook, crontab entry)."""
+    from ..hosts.inject import uninstall as do_uninstall
+    from ..hosts.schedule import HEADLESS, uninstall_schedule
+
+    cfg = config()
+    result = do_uninstall(check_host(host), cfg, path)
+    scheduled = uninstall_schedule(host, cfg) if host in HEADLESS else None
+    if as_json:
+        emit_json({**result.to_dict(), "schedule": scheduled.to_dict() if scheduled else None})
+        return
+    _print_changes(result)
+    if scheduled is not None:
+        print(f"{'crontab':<11} {scheduled.action:<9} {scheduled.entry}")
+
+
+@app.command()
+def schedule(
+    host: str = HOST,
+    install_: bool = typer.Option(False, "--install", help="Add (or refresh) the crontab entry."),
+    uninstall_: bool = typer.Option(False, "--uninstall", help="Remove the crontab entry."),
+    as_json: bool = JSON,
+) -> None:
+    """Print, install or remove the hourly crontab entry of a host's bridging run."""
+    from ..errors import InvalidInput
+    from ..hosts import schedule as sched
+
+    if install_ and uninstall_:
+        raise InvalidInput("--install and --uninstall exclude each other")
+    cfg = config()
+    check_host(host)
+    if install_:
+        result = sched.install_schedule(host, cfg)
+    elif uninstall_:
+        result = sched.uninstall_schedule(host, cfg)
+    else:
+        entry = sched.schedule_entry(host, cfg)
+        if as_json:
+            files = sched.bridge_files(host, cfg)
+            emit_json(
+                {"host": host, "entry": entry, "action": "shown",
+                 "files": [str(files.wrapper), str(files.prompt)]}
+            )  # fmt: skip
+        else:
+            print(entry)
+        return
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    print(f"crontab {result.action}: {result.entry}")
+    for f in result.files:
+        print(f"  {'wrote' if install_ else 'removed'} {f}")
+
+
+def _budget_s(cfg) -> float:
+    from ..config import SETTINGS
+
+    try:
+        return max(0.0, int(cfg.get("hook_budget_ms") or SETTINGS["hook_budget_ms"][1]) / 1000)
+    except ValueError:
+        return int(SETTINGS["hook_budget_ms"][1]) / 1000
+
+
+def _retrieve_for(cfg):
+    def retrieve(prompt: str) -> str:
+        from ..wiki import Wiki
+
+        wiki = Wiki.open(cfg.wiki_path)
+        result = wiki.retrieve(prompt, config=cfg, notify=lambda _msg: None)
+        return result.to_markdown() if result.results else ""
+
+    return retrieve
+
+
+@hook_app.command("claude-code")
+def hook_claude_code() -> None:
+    """UserPromptSubmit hook: add relevant memory to the prompt (fails open, always exit 0)."""
+    import os
+    import threading
+
+    from ..hosts.hook import WORKER_NAME
+
+    out = ""
+    try:
+        from ..hosts.hook import hook_log_path, run_claude_code_hook
+
+        stdin_text = sys.stdin.buffer.read().decode("utf-8", "replace")
+        cfg = config()
+        # Without a wiki there is no .memwiki/ to log into, and none is created for a log.
+        log = hook_log_path(cfg) if (cfg.wiki_path / ".git").exists() else None
+        _, out = run_claude_code_hook(stdin_text, cfg, _retrieve_for(cfg), _budget_s(cfg), log)
+    except BaseException:  # the prompt must reach the model whatever happens here
+        out = ""
+    try:
+        if out:
+            sys.stdout.write(out + "\n")
+        sys.stdout.flush()
+    except OSError:
+        # Nobody reads our answer any more; exiting now keeps Python's final flush of the
+        # broken pipe from turning exit 0 into 120.
+        os._exit(0)
+    if any(t.name == WORKER_NAME and t.is_alive() for t in threading.enumerate()):
+        # A retrieval past its budget may be inside native code (onnxruntime) that aborts
+        # the interpreter's shutdown with exit 134; leave at once with the answer given.
+        sys.stderr.flush()
+        os._exit(0)
+
+
+@docs_app.command("install")
+def docs_install(host: str = HOST) -> None:
+    """Print the install guide for one agent (the same text as docs/hosts.md)."""
+    from ..hosts.texts import install_guide
+
+    sys.stdout.write(install_guide(check_host(host)))
+
+
+@docs_app.command("task")
+def docs_task(host: str = HOST) -> None:
+    """Print the task prompt a scheduled headless agent follows."""
+    from ..hosts.texts import task_prompt
+
+    sys.stdout.write(task_prompt(check_host(host)))
+
+
+@bridge_app.command("prepare")
+def bridge_prepare(
+    host: str = HOST,
+    session_dir: Path = typer.Option(None, "--session-dir", help="Read sessions from here."),
+    max_sessions: int = typer.Option(10, "--max-sessions", help="At most N sessions (1-10)."),
+    as_json: bool = JSON,
+) -> None:
+    """Slice what is new in a host's sessions into one memorize run (exit 0 if nothing is new)."""
+    from ..hosts.bridge import bridge_prepare as do_prepare
+
+    check_host(host)
+    result = do_prepare(open_wiki(), host, config(), session_dir, max_sessions, wiki_option())
+    for sid in result.claimed:
+        warn(f"{host} session {sid} is this bridging run's own: it is never mined")
+    for message in result.warnings:
+        warn(message)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    if result.nothing_new:
+        print(f"{host}: nothing new to memorize")
+        return
+    if result.resumed:
+        print(f"{host}: the pending run is not committed yet; offering it again")
+    data = result.to_dict()
+    print_prepared(data, len(result.sessions))
+    print("sessions:")
+    for s in result.sessions:
+        print(f"  {s['key']}: {s['counts'].get('message', 0)} new messages")
+
+
+@bridge_app.command("commit")
+def bridge_commit(host: str = HOST, as_json: bool = JSON) -> None:
+    """Commit a host's pending run, then move its cursor forward (a failure keeps both)."""
+    from .. import memorize
+    from ..hosts.bridge import bridge_commit as do_commit
+    from ..hosts.bridge import pending_run_id
+
+    check_host(host)
+    wiki = open_wiki()
+    try:
+        result = do_commit(wiki, host, config(), reindex=reindex_for(wiki))
+    except memorize.RunInvalid as exc:
+        fail_run_invalid(exc, pending_run_id(wiki, host) or "?", as_json)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    print_committed(result.commit)
+    if result.cursor_advanced:
+        print(f"{host}: cursor moved past {len(result.sessions)} session slice(s)")
