@@ -72,3 +72,14 @@ def safe_join(root: Path, *parts: str) -> Path:
     if resolved != root and root not in resolved.parents:
         raise InvalidInput(f"refused path {'/'.join(parts)!r}: it leads outside the wiki")
     return candidate
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes, read in 1 MiB blocks."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

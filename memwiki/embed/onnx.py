@@ -7,7 +7,6 @@ so that commands which do not embed never pay for them.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -18,7 +17,7 @@ import onnxruntime as ort
 from tokenizers import Tokenizer
 
 from ..errors import StorageError
-from ..fsutil import atomic_write_text
+from ..fsutil import atomic_write_text, file_sha256
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -30,14 +29,6 @@ BATCH_SIZE = 32
 STAMP_NAME = "model-verified.json"
 
 _ID_DTYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _read_stamp(stamp_file: Path) -> dict[str, dict[str, object]]:
@@ -61,7 +52,7 @@ def verify_file(path: Path, expected: str, stamp_dir: Path | None = None) -> boo
     # replaced, so the 23 MB hash is skipped on every cold start after the first.
     if entry == {**facts, "sha256": expected}:
         return False
-    actual = _sha256_file(path)
+    actual = file_sha256(path)
     if actual != expected:
         raise StorageError(
             f"{path}: sha256 {actual[:16]}… does not match the pinned {expected[:16]}…; "

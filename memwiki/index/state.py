@@ -6,13 +6,14 @@ vector file that belong together, so a reader that loads it sees one complete in
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
+
+from ..fsutil import file_sha256
 
 FORMAT = 5  # bump when chunking or analysis changes: old indexes are rebuilt
 # A file modified this close to the moment the manifest was written may change again
@@ -142,15 +143,6 @@ class Changes:
         return bool(self.changed or self.deleted or self.touched)
 
 
-def file_sha(path: Path) -> str:
-    """sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def scan(root: Path, state: State | None) -> tuple[Changes, dict[str, os.stat_result]]:
     """Compare the wiki with the manifest: stat every file, hash only those whose stat changed."""
     stats = walk(root)
@@ -166,7 +158,7 @@ def scan(root: Path, state: State | None) -> tuple[Changes, dict[str, os.stat_re
         if same_stat and st.st_mtime_ns < racy_before:
             continue
         try:
-            sha = file_sha(root / rel)
+            sha = file_sha256(root / rel)
         except OSError:
             continue
         if entry is not None and entry.sha256 == sha:
