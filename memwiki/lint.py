@@ -6,6 +6,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from . import recallfile as rfmod
+from .links import broken_links
 from .memorize.conflicts import COPY_RE
 from .recallfile import Problem
 
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
-    """Validate RecallFiles (all, or only the given relative paths) and the wiki's layout."""
+    """Validate RecallFiles (all, or only the given relative paths), their wikilinks and the layout."""
     problems: list[Problem] = []
     by_name: dict[tuple[str, str], list[str]] = defaultdict(list)
     wanted = set(paths) if paths is not None else None
@@ -59,6 +60,7 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
                 )
     if wanted is None:
         problems.extend(_stray_files(wiki))
+    problems.extend(broken_links(wiki, wanted))
     return sorted(problems, key=lambda p: (p.path, p.line))
 
 

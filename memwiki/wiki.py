@@ -17,6 +17,7 @@ from .recallfile import Problem, RecallFile, check_slug
 SIDECAR = ".memwiki"
 TRACKS = ("memory", "skill")
 GITIGNORE_LINE = "/.memwiki/"
+PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
 PAYLOAD_KEYS = {"name", "track", "description", "content", "tags", "sources", "created", "updated"}
 
 
@@ -165,6 +166,12 @@ class Wiki:
                 readme, (files("memwiki.templates") / "wiki" / "README.md").read_text()
             )
             changed.append("README.md")
+        hooks = self.root / PRE_COMMIT_CONFIG
+        if not hooks.exists():  # a repository's own pre-commit set-up (init --force) stays
+            atomic_write_text(
+                hooks, (files("memwiki.templates") / "wiki" / "pre-commit-config.yaml").read_text()
+            )
+            changed.append(PRE_COMMIT_CONFIG)
         return changed
 
     @classmethod

@@ -51,6 +51,7 @@ def test_init_creates_layout_and_first_commit(tmp_path, git) -> None:
     assert git(root, "log", "--format=%s").splitlines() == ["memwiki: initialise the wiki"]
     assert sorted(git(root, "ls-files").split()) == [
         ".gitignore",
+        ".pre-commit-config.yaml",
         "README.md",
         "memory/.gitkeep",
         "skill/.gitkeep",
@@ -111,7 +112,13 @@ def test_init_on_a_non_wiki_repository_keeps_its_work_uncommitted(tmp_path, git)
     assert git(proj, "log", "--format=%s").split("\n")[0] == "first"
     Wiki.init(proj, force=True)
     committed = git(proj, "show", "--name-only", "--format=", "HEAD").split()
-    assert sorted(committed) == [".gitignore", "README.md", "memory/.gitkeep", "skill/.gitkeep"]
+    assert sorted(committed) == [
+        ".gitignore",
+        ".pre-commit-config.yaml",
+        "README.md",
+        "memory/.gitkeep",
+        "skill/.gitkeep",
+    ]
     assert git(proj, "status", "--porcelain") == " M a.txt\n?? notes.txt\n"
 
 

@@ -24,6 +24,9 @@ def init(
     force: bool = typer.Option(
         False, "--force", help="Allow a wiki inside another git repository."
     ),
+    hooks: bool = typer.Option(
+        False, "--hooks", help="Also turn on the pre-commit hooks (runs `pre-commit install`)."
+    ),
     as_json: bool = JSON,
 ) -> None:
     """Create a wiki: a git repository with memory/ and skill/ tracks."""
@@ -31,12 +34,24 @@ def init(
 
     target = path or (Path(state.wiki) if state.wiki else config().wiki_path)
     wiki, created = Wiki.init(target, force=force)
+    setup = None
+    if hooks:
+        from ..hooks import run_install
+
+        setup = run_install(wiki)
     if as_json:
-        emit_json({"path": str(wiki.root), "created": created})
+        data = {"path": str(wiki.root), "created": created}
+        if setup is not None:
+            data["hooks"] = setup.to_dict()
+        emit_json(data)
     elif created:
         print(f"Initialised a memwiki wiki in {wiki.root}")
     else:
         print(f"{wiki.root} is already a memwiki wiki; nothing changed")
+    if setup is not None:
+        from .links_cmds import report_hooks
+
+        report_hooks(setup, as_json)
 
 
 @config_app.command("show")

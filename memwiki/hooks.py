@@ -1,0 +1,89 @@
+"""pre-commit set-up of a wiki: the `.pre-commit-config.yaml` memwiki writes, and `pre-commit install`."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .errors import StorageError
+
+if TYPE_CHECKING:
+    from .wiki import Wiki
+
+HOOK_IDS = ("memwiki-lint", "memwiki-reindex")
+GET_PRE_COMMIT = "pip install pre-commit"
+INSTALL_TIMEOUT_S = 120
+
+
+@dataclass
+class HookSetup:
+    """What setting up the hooks of one wiki did."""
+
+    wiki: str
+    config: str
+    config_written: bool
+    installed: bool
+    pre_commit: str | None
+    message: str
+
+    def to_dict(self) -> dict:
+        """JSON form."""
+        return {
+            "wiki": self.wiki,
+            "config": self.config,
+            "config_written": self.config_written,
+            "installed": self.installed,
+            "pre_commit": self.pre_commit,
+            "hooks": list(HOOK_IDS),
+            "message": self.message,
+        }
+
+
+def find_pre_commit() -> str | None:
+    """The `pre-commit` executable on PATH, or None."""
+    return shutil.which("pre-commit")
+
+
+def run_install(wiki: Wiki, config_written: bool = False) -> HookSetup:
+    """Run `pre-commit install` in the wiki; when pre-commit is missing, say how to get it."""
+    from .wiki import PRE_COMMIT_CONFIG
+
+    exe = find_pre_commit()
+    setup = HookSetup(str(wiki.root), PRE_COMMIT_CONFIG, config_written, False, exe, "")
+    if exe is None:
+        setup.message = (
+            f"pre-commit is not installed, so the hooks are not active: run `{GET_PRE_COMMIT}`, "
+            "then `memwiki hooks install`"
+        )
+        return setup
+    try:
+        done = subprocess.run(
+            [exe, "install"],
+            cwd=wiki.root,
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise StorageError(f"`pre-commit install` could not run: {exc}") from None
+    output = (done.stdout + done.stderr).strip()
+    if done.returncode != 0:
+        last = output.splitlines()[-1] if output else f"exit code {done.returncode}"
+        raise StorageError(f"`pre-commit install` failed in {wiki.root}: {last}")
+    setup.installed = True
+    setup.message = output.splitlines()[-1] if output else "pre-commit installed"
+    return setup
+
+
+def install(wiki: Wiki) -> HookSetup:
+    """Complete the wiki's layout (its pre-commit config, committed) and run `pre-commit install`."""
+    from .wiki import PRE_COMMIT_CONFIG, Wiki
+
+    had = (wiki.root / PRE_COMMIT_CONFIG).exists()
+    # Wiki.init on an existing wiki writes and commits only the layout files that are
+    # missing, leaving the person's uncommitted work alone.
+    Wiki.init(wiki.root)
+    return run_install(wiki, config_written=not had)

@@ -1,0 +1,382 @@
+"""Wikilinks: parse `[[...]]` links and `aliases`, resolve them as Obsidian does, build the graph.
+
+Resolution follows Obsidian: a bare `[[name]]` matches a note by file name anywhere in the
+vault, `[[folder/name]]` by the end of its path, `./` and `../` from the linking note's
+folder, all case-insensitively; `.md` may be written or left out. When several notes
+match, the one in the linking note's folder wins, then the shortest path. One deliberate
+addition: a name that matches no file resolves through the notes' `aliases` (Obsidian
+itself only offers aliases while typing a link and writes `[[note|alias]]`), so that an
+agent that writes `[[alias]]` gets a working link instead of a broken-link error.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .errors import NotFound
+from .recallfile import Problem, split_frontmatter
+
+if TYPE_CHECKING:
+    from .wiki import Wiki
+
+LINK_RE = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
+_LIST_ITEM = re.compile(r"^( *)([-+*]|\d{1,9}[.)])( +|$)")
+_HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
+# Files Obsidian embeds or links as attachments (its "Accepted file formats"); a link to one
+# of these is never a RecallFile link, present or not.
+ATTACHMENT_EXTS = frozenset(
+    ".avif .bmp .gif .jpeg .jpg .png .svg .webp .flac .m4a .mp3 .ogg .wav .3gp .webm .mkv "
+    ".mov .mp4 .ogv .pdf .canvas .base".split()
+)
+
+
+@dataclass(frozen=True)
+class Link:
+    """One wikilink in one file, with the note it resolves to (None when broken)."""
+
+    source: str
+    line: int
+    raw: str
+    name: str
+    heading: str | None
+    label: str | None
+    embed: bool
+    target: str | None
+    via_alias: bool = False
+
+    @property
+    def broken(self) -> bool:
+        """True when the link resolves to no note."""
+        return self.target is None
+
+    def to_dict(self) -> dict:
+        """JSON form."""
+        return {
+            "source": self.source,
+            "line": self.line,
+            "raw": self.raw,
+            "name": self.name,
+            "heading": self.heading,
+            "label": self.label,
+            "embed": self.embed,
+            "target": self.target,
+            "broken": self.broken,
+            "via_alias": self.via_alias,
+        }
+
+
+# ------------------------------------------------------------------ parsing
+
+
+def _mask_blocks(lines: list[str]) -> list[str]:
+    """The lines with fenced and indented code blocks blanked (line numbers kept)."""
+    out: list[str] = []
+    fence: tuple[str, int, int] | None = None  # (char, length, indent base)
+    after_break = True  # an indented line here starts a code block (it cannot continue text)
+    in_code = False
+    list_col: int | None = None  # content column of the open list item, if any
+    for raw in lines:
+        text = raw.expandtabs(4)
+        if fence is not None:
+            m = _FENCE_CLOSE.match(text[fence[2] :] if _indent(text) >= fence[2] else text)
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= fence[1]:
+                fence, after_break = None, True
+            out.append("")
+            continue
+        if not text.strip():
+            out.append("")
+            after_break = True
+            continue
+        indent = _indent(text)
+        is_item = _LIST_ITEM.match(text)
+        if list_col is not None and after_break and indent < list_col and not is_item:
+            list_col = None  # a blank line and an outdented paragraph end the list
+        base = list_col if list_col is not None and indent >= list_col else 0
+        if indent - base >= 4 and (after_break or in_code):
+            in_code = True
+            out.append("")
+            continue
+        in_code = False
+        m = _FENCE_OPEN.match(text[base:])
+        if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+            fence = (m.group(1)[0], len(m.group(1)), base)
+            out.append("")
+            continue
+        if is_item:
+            marker = is_item.group(1) + is_item.group(2)
+            spaces = len(is_item.group(3))
+            list_col = len(marker) + (spaces if 0 < spaces <= 4 else 1)
+        # A heading cannot be continued, so an indented line right after one is code.
+        after_break = bool(_HEADING.match(text))
+        out.append(raw)
+    return out
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" "))
+
+
+def _mask_spans(text: str) -> str:
+    """Blank inline code spans (backtick runs closed by a run of the same length)."""
+    out = list(text)
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] == "\\":
+            i += 2  # an escaped backtick opens nothing
+            continue
+        if text[i] != "`":
+            i += 1
+            continue
+        j = i
+        while j < n and text[j] == "`":
+            j += 1
+        run, k, close = j - i, j, -1
+        while k < n:
+            if text[k] != "`":
+                k += 1
+                continue
+            e = k
+            while e < n and text[e] == "`":
+                e += 1
+            if e - k == run:
+                close = k
+                break
+            k = e
+        if close < 0:
+            i = j  # an unmatched run is literal text
+            continue
+        for p in range(i, close + run):
+            if out[p] != "\n":
+                out[p] = " "
+        i = close + run
+    return "".join(out)
+
+
+def _mask_code(lines: list[str]) -> list[str]:
+    """Lines with every kind of code blanked: links in code are examples, not links."""
+    blocks = _mask_blocks(lines)
+    out: list[str] = []
+    para: list[str] = []
+    for line in [*blocks, ""]:
+        if line.strip():
+            para.append(line)
+            continue
+        if para:  # a code span may run over several lines of one paragraph
+            out.extend(_mask_spans("\n".join(para)).split("\n"))
+            para = []
+        out.append(line)
+    return out[:-1]
+
+
+def parse_target(inner: str) -> tuple[str, str | None, str | None]:
+    """The inside of `[[...]]` as (name, heading, label); name has no `.md`."""
+    target, bar, label = inner.partition("|")
+    target = target.removesuffix("\\")  # `[[a\|b]]`: a pipe escaped inside a table
+    target, hashed, heading = target.partition("#")
+    target = target.strip()
+    if target.lower().endswith(".md"):
+        target = target[:-3]
+    return target, heading.strip() if hashed else None, label.strip() if bar else None
+
+
+def scan(text: str) -> list[tuple[int, str, str, bool]]:
+    """Every wikilink outside code in a file's text: (line, raw, inner, embed)."""
+    parts = split_frontmatter(text)
+    if parts is None:
+        body, first = text, 1
+    else:
+        body, first = parts[1], parts[2]
+    found = []
+    for n, line in enumerate(_mask_code(body.splitlines()), first):
+        if "[[" in line:
+            for m in LINK_RE.finditer(line):
+                found.append((n, m.group(0), m.group(2), m.group(1) == "!"))
+    return found
+
+
+def _aliases(text: str) -> list[str]:
+    import yaml
+
+    parts = split_frontmatter(text)
+    if parts is None or "aliases" not in parts[0]:
+        return []
+    try:
+        data = yaml.safe_load(parts[0])
+    except yaml.YAMLError:
+        return []  # lint reports the frontmatter; its links still count
+    value = data.get("aliases") if isinstance(data, dict) else None
+    if isinstance(value, str):
+        return [value.strip()] if value.strip() else []
+    if isinstance(value, list):
+        return [
+            str(v).strip() for v in value if isinstance(v, str | int | float) and str(v).strip()
+        ]
+    return []
+
+
+# ----------------------------------------------------------------- resolving
+
+
+class LinkIndex:
+    """Every note of a wiki with its links resolved: the vault as Obsidian sees it."""
+
+    def __init__(self, wiki: Wiki):
+        from .memorize.conflicts import COPY_RE
+
+        self.wiki = wiki
+        self.root = wiki.root
+        self.notes: list[str] = _note_paths(wiki)
+        self._by_stem: dict[str, list[str]] = {}
+        self._by_alias: dict[str, list[str]] = {}
+        self._files_lower: set[str] | None = None
+        texts: dict[str, str] = {}
+        for rel in self.notes:
+            self._by_stem.setdefault(posixpath.basename(rel)[:-3].lower(), []).append(rel)
+            try:
+                texts[rel] = (self.root / rel).read_bytes().decode("utf-8", "replace")
+            except OSError:
+                continue  # unreadable: lint says so; it has no links and no aliases
+            for alias in _aliases(texts[rel]):
+                self._by_alias.setdefault(alias.lower(), []).append(rel)
+        self.links: dict[str, list[Link]] = {}
+        for rel, text in texts.items():
+            # A conflict copy repeats its original's links; counting them twice misleads.
+            if not COPY_RE.match(posixpath.basename(rel)):
+                self.links[rel] = [lk for lk in self._links(rel, text) if lk is not None]
+
+    def _links(self, source: str, text: str):
+        for line, raw, inner, embed in scan(text):
+            name, heading, label = parse_target(inner)
+            target, via_alias = self.resolve(source, name)
+            if target is None and self._is_attachment(name):
+                yield None
+                continue
+            yield Link(source, line, raw, name, heading, label, embed, target, via_alias)
+
+    def resolve(self, source: str, name: str) -> tuple[str | None, bool]:
+        """The note a link from source to name reaches, and whether only an alias matched."""
+        if not name:
+            return source, False  # [[#heading]]: a place in the note itself
+        key = name.lower()
+        if "/" not in key:
+            found = self._by_stem.get(key)
+            if found:
+                return _pick(source, found), False
+            found = self._by_alias.get(key)
+            return (_pick(source, found), True) if found else (None, False)
+        if key.startswith(("./", "../")):
+            key = posixpath.normpath(posixpath.join(posixpath.dirname(source.lower()), key))
+            if key.startswith("../"):
+                return None, False  # outside the vault
+            matches = [
+                p for p in self._by_stem.get(posixpath.basename(key), []) if p[:-3].lower() == key
+            ]
+        else:
+            key = key.lstrip("/")
+            matches = [
+                p
+                for p in self._by_stem.get(posixpath.basename(key), [])
+                if p[:-3].lower() == key or p[:-3].lower().endswith("/" + key)
+            ]
+        return (_pick(source, matches), False) if matches else (None, False)
+
+    def _is_attachment(self, name: str) -> bool:
+        ext = posixpath.splitext(name)[1].lower()
+        if not ext or ext == ".md":
+            return False
+        if ext in ATTACHMENT_EXTS:
+            return True
+        if self._files_lower is None:
+            self._files_lower = _other_files(self.root)
+        key = name.lower().lstrip("/")
+        return any(f == key or f.endswith("/" + key) for f in self._files_lower)
+
+    def outgoing(self, rel: str) -> list[Link]:
+        """The links in one note, in file order."""
+        return list(self.links.get(rel, []))
+
+    def backlinks(self, rel: str) -> list[Link]:
+        """The links in other notes that reach this one."""
+        return [
+            lk
+            for source in sorted(self.links)
+            if source != rel
+            for lk in self.links[source]
+            if lk.target == rel
+        ]
+
+    def graph(self) -> dict[str, set[str]]:
+        """Each note's set of linked notes (self-links and broken links left out)."""
+        return {
+            rel: {lk.target for lk in links if lk.target and lk.target != rel}
+            for rel, links in sorted(self.links.items())
+        }
+
+
+def _pick(source: str, candidates: list[str]) -> str:
+    folder = posixpath.dirname(source)
+    return min(candidates, key=lambda p: (posixpath.dirname(p) != folder, p.count("/"), p))
+
+
+def _note_paths(wiki: Wiki) -> list[str]:
+    """Every markdown note of the vault: the tracks' files and loose files at the root."""
+    rels = [p.relative_to(wiki.root).as_posix() for _, p in wiki.iter_paths()]
+    for path in sorted(wiki.root.glob("*.md")):
+        if not path.name.startswith(".") and path.is_file() and not path.is_symlink():
+            rels.append(path.name)
+    return sorted(set(rels))
+
+
+def _other_files(root) -> set[str]:
+    """Lower-cased relative paths of the non-markdown files outside dot-folders."""
+    found = set()
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        rel = os.path.relpath(directory, root)
+        for f in files:
+            if not f.startswith(".") and not f.endswith(".md"):
+                found.add(posixpath.normpath(posixpath.join(rel.replace(os.sep, "/"), f)).lower())
+    return found
+
+
+# ----------------------------------------------------------------- the API
+
+
+def _rel_of(wiki: Wiki, track: str, name: str) -> str:
+    path = wiki.path_of(track, name)
+    if not path.is_file():
+        raise NotFound(f"no RecallFile {track}/{name}")
+    return path.relative_to(wiki.root).as_posix()
+
+
+def outgoing(wiki: Wiki, track: str, name: str) -> list[Link]:
+    """The wikilinks in track/name, in file order (target None when broken)."""
+    return LinkIndex(wiki).outgoing(_rel_of(wiki, track, name))
+
+
+def backlinks(wiki: Wiki, track: str, name: str) -> list[Link]:
+    """The wikilinks in other files that resolve to track/name."""
+    return LinkIndex(wiki).backlinks(_rel_of(wiki, track, name))
+
+
+def link_graph(wiki: Wiki) -> dict[str, set[str]]:
+    """Every note's relative path mapped to the notes it links to."""
+    return LinkIndex(wiki).graph()
+
+
+def broken_links(wiki: Wiki, paths: set[str] | None = None) -> list[Problem]:
+    """`path:line: broken link [[x]]` for every link that reaches no note (only in paths if given)."""
+    index = LinkIndex(wiki)
+    return [
+        Problem(rel, lk.line, f"broken link {lk.raw}")
+        for rel, links in index.links.items()
+        if paths is None or rel in paths
+        for lk in links
+        if lk.broken
+    ]
