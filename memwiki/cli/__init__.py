@@ -9,9 +9,34 @@ from ..errors import MemwikiError
 INTERNAL_ERROR = 70
 
 
+def hoist_global_options(argv: list[str]) -> list[str]:
+    """Move --wiki/--debug given after the command to the front, where Typer expects them.
+
+    Agents write `memwiki retrieve "q" --wiki ~/notes` as often as the other order.
+    """
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest.extend(argv[i:])
+            break
+        if arg == "--wiki" and i + 1 < len(argv):
+            front += argv[i : i + 2]
+            i += 2
+            continue
+        if arg.startswith("--wiki=") or arg == "--debug":
+            front.append(arg)
+        else:
+            rest.append(arg)
+        i += 1
+    return front + rest
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `memwiki` console script."""
-    argv = sys.argv[1:] if argv is None else argv
+    argv = hoist_global_options(sys.argv[1:] if argv is None else list(argv))
     debug = "--debug" in argv
     try:
         from .fast import try_fast
