@@ -26,7 +26,6 @@ from .chunker import Item, chunk
 
 MAX_FILE_BYTES = 1_000_000  # larger files are reported, not indexed: split them
 READER_WAIT_S = 5.0  # how long a reader waits for a writer before using the older index
-EMBED_BATCH = 64
 
 
 def _stderr(message: str) -> None:
@@ -306,101 +305,16 @@ class Index:
         return report
 
     def _write_vectors(self, old, new, added_rows, need_vectors, report, items, keep=None):
-        """Fill new.vectors_file: kept rows from the old matrix, others from cache or the embedder."""
-        import numpy as np
-
-        from .vectors import EmbeddingCache, load_matrix, save_matrix
-
+        """Fill new.vectors_file: kept rows from the old matrix, others from cache or embedder."""
         emb = self.embedder() if need_vectors else None
         key = self._model_key(emb) if emb is not None else (old.embedder if old else None)
         if key is None:
             return  # no embedder and no vectors before: BM25 only
-        old_matrix = None
-        if old is not None and old.vectors_file and old.embedder == key:
-            try:
-                old_matrix = load_matrix(
-                    self.directory / old.vectors_file, len(old.rows), key["dim"]
-                )
-            except (OSError, ValueError):
-                old_matrix = None
-        matrix = np.zeros((len(new.rows), key["dim"]), dtype=np.float32)
-        missing: set[int] = set()
-        known: dict[str, np.ndarray] = {}
-        if old_matrix is not None:
-            for i, r in enumerate(old.rows):
-                if i not in old.unembedded:
-                    known.setdefault(r.sha, old_matrix[i])
-        todo = set(added_rows)
-        if keep is not None and old_matrix is not None:
-            for new_i, old_i in enumerate(keep):
-                if old_i in old.unembedded:
-                    todo.add(new_i)
-                else:
-                    matrix[new_i] = old_matrix[old_i]
-        else:
-            todo = set(range(len(new.rows)))
-        cache = EmbeddingCache(self.directory / "cache", key)
-        want = [i for i in sorted(todo) if new.rows[i].sha not in known]
-        known.update(cache.lookup([new.rows[i].sha for i in want]))
-        texts: dict[str, str] = {}
-        if emb is not None:
-            by_sha = {it.sha: it.embed_text for it in items}
-            for i in sorted(todo):
-                sha = new.rows[i].sha
-                if sha not in known and sha not in texts:
-                    texts[sha] = by_sha.get(sha) or self._embed_text(new.rows[i])
-            if texts:
-                fresh = self._embed(emb, list(texts.values()))
-                known.update(zip(texts, fresh, strict=True))
-                cache.add(list(texts), fresh)
-                report.embedded = len(texts)
-        for i in sorted(todo):
-            vec = known.get(new.rows[i].sha)
-            if vec is None:
-                missing.add(i)
-            else:
-                matrix[i] = vec
-        if old_matrix is not None and keep is not None:
-            kept = set(keep)
-            left = [i for i in range(len(old.rows)) if i not in kept and i not in old.unembedded]
-            cache.add([old.rows[i].sha for i in left], old_matrix[left] if left else matrix[:0])
-        new.embedder = key
-        new.unembedded = missing
-        new.vectors_file = f"vectors-{new.generation}.npy"
-        save_matrix(self.directory / new.vectors_file, matrix)
+        from .vectors import fill_matrix  # numpy: not on the BM25-only path
 
-    def _embed_text(self, row: st.Row) -> str:
-        """Re-create an item's embedding text from the file on disk."""
-        path = self.root / row.path
-        lines = path.read_text(encoding="utf-8").splitlines()
-        text = "\n".join(lines[row.start_line - 1 : row.end_line]).strip()
-        item = Item(
-            row.path,
-            row.track,
-            row.name,
-            row.description,
-            row.tags,
-            row.heading,
-            row.start_line,
-            row.end_line,
-            text,
+        report.embedded = fill_matrix(
+            self.directory, self.root, old, new, added_rows, items, emb, key, keep
         )
-        return item.embed_text
-
-    def _embed(self, emb, texts: list[str]):
-        import numpy as np
-
-        if len(texts) <= EMBED_BATCH or not sys.stderr.isatty():
-            return np.asarray(emb.embed(texts), dtype=np.float32)
-        from rich.progress import Progress
-
-        parts = []
-        with Progress(transient=True, console=_stderr_console()) as progress:
-            task = progress.add_task("embedding", total=len(texts))
-            for i in range(0, len(texts), EMBED_BATCH):
-                parts.append(emb.embed(texts[i : i + EMBED_BATCH]))
-                progress.advance(task, len(parts[-1]))
-        return np.concatenate(parts).astype(np.float32)
 
     def _cleanup(self, state: st.State) -> None:
         """Remove vector files and Whoosh directories older than the previous generation."""
@@ -411,12 +325,6 @@ class Index:
         for path in self.directory.glob("bm25-*"):
             if path.name != state.bm25_dir and path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
-
-
-def _stderr_console():
-    from rich.console import Console
-
-    return Console(file=sys.stderr)
 
 
 def _row(item: Item) -> st.Row:

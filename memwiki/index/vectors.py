@@ -127,3 +127,104 @@ def top_n(
     idx = np.argpartition(-scores, n - 1)[:n]
     idx = idx[np.argsort(-scores[idx], kind="stable")]
     return [(int(i), float(scores[i])) for i in idx if np.isfinite(scores[i])]
+
+
+def fill_matrix(
+    directory: Path, root: Path, old, new, added_rows, items, embedder, key: dict, keep=None
+) -> int:
+    """Write new.vectors_file: kept rows copied, the rest from the old matrix, the cache or the embedder.
+
+    Returns how many texts were embedded. Rows that stay without a vector (no embedder
+    in this process) are recorded in new.unembedded and masked out of vector search.
+    """
+    old_matrix = None
+    if old is not None and old.vectors_file and old.embedder == key:
+        try:
+            old_matrix = load_matrix(directory / old.vectors_file, len(old.rows), key["dim"])
+        except (OSError, ValueError):
+            old_matrix = None
+    matrix = np.zeros((len(new.rows), key["dim"]), dtype=np.float32)
+    known: dict[str, np.ndarray] = {}
+    if old_matrix is not None:
+        for i, r in enumerate(old.rows):
+            if i not in old.unembedded:
+                known.setdefault(r.sha, old_matrix[i])
+    todo = set(added_rows)
+    if keep is not None and old_matrix is not None:
+        for new_i, old_i in enumerate(keep):
+            if old_i in old.unembedded:
+                todo.add(new_i)
+            else:
+                matrix[new_i] = old_matrix[old_i]
+    else:
+        todo = set(range(len(new.rows)))
+    cache = EmbeddingCache(directory / "cache", key)
+    want = [i for i in sorted(todo) if new.rows[i].sha not in known]
+    known.update(cache.lookup([new.rows[i].sha for i in want]))
+    texts: dict[str, str] = {}
+    if embedder is not None:
+        by_sha = {it.sha: it.embed_text for it in items}
+        for i in sorted(todo):
+            sha = new.rows[i].sha
+            if sha not in known and sha not in texts:
+                texts[sha] = by_sha.get(sha) or embed_text_of(root, new.rows[i])
+        if texts:
+            fresh = embed_with_progress(embedder, list(texts.values()))
+            known.update(zip(texts, fresh, strict=True))
+            cache.add(list(texts), fresh)
+    missing: set[int] = set()
+    for i in sorted(todo):
+        vec = known.get(new.rows[i].sha)
+        if vec is None:
+            missing.add(i)
+        else:
+            matrix[i] = vec
+    if old_matrix is not None and keep is not None:
+        kept = set(keep)
+        left = [i for i in range(len(old.rows)) if i not in kept and i not in old.unembedded]
+        cache.add([old.rows[i].sha for i in left], old_matrix[left] if left else matrix[:0])
+    new.embedder = key
+    new.unembedded = missing
+    new.vectors_file = f"vectors-{new.generation}.npy"
+    save_matrix(directory / new.vectors_file, matrix)
+    return len(texts)
+
+
+def embed_text_of(root: Path, row) -> str:
+    """Re-create an item's embedding text from the file on disk."""
+    from .chunker import Item
+
+    lines = (root / row.path).read_text(encoding="utf-8").splitlines()
+    text = "\n".join(lines[row.start_line - 1 : row.end_line]).strip()
+    return Item(
+        row.path,
+        row.track,
+        row.name,
+        row.description,
+        row.tags,
+        row.heading,
+        row.start_line,
+        row.end_line,
+        text,
+    ).embed_text
+
+
+EMBED_BATCH = 64
+
+
+def embed_with_progress(embedder, texts: list[str]) -> np.ndarray:
+    """Embed texts, with a progress bar on stderr when it is a terminal and the job is large."""
+    import sys
+
+    if len(texts) <= EMBED_BATCH or not sys.stderr.isatty():
+        return np.asarray(embedder.embed(texts), dtype=np.float32)
+    from rich.console import Console
+    from rich.progress import Progress
+
+    parts = []
+    with Progress(transient=True, console=Console(file=sys.stderr)) as progress:
+        task = progress.add_task("embedding", total=len(texts))
+        for i in range(0, len(texts), EMBED_BATCH):
+            parts.append(embedder.embed(texts[i : i + EMBED_BATCH]))
+            progress.advance(task, len(parts[-1]))
+    return np.concatenate(parts).astype(np.float32)

@@ -73,10 +73,14 @@ def generate_wiki(root: Path, files: int = 2000, seed: int = 7) -> None:
     for n in range(files):
         track = "memory" if n % 3 else "skill"
         name = f"note-{n:04d}-" + re.sub(r"[^a-z0-9]+", "-", rng.choice(vocab[50:500])).strip("-")
-        sections = [f"## {words(4)}\n{words(rng.randint(40, 120))}\n" for _ in range(rng.randint(3, 7))]
+        sections = [
+            f"## {words(4)}\n{words(rng.randint(40, 120))}\n" for _ in range(rng.randint(3, 7))
+        ]
         path = root / track / f"{name}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"---\nname: {name}\ndescription: {words(8)}\n---\n# {name}\n" + "\n".join(sections))
+        path.write_text(
+            f"---\nname: {name}\ndescription: {words(8)}\n---\n# {name}\n" + "\n".join(sections)
+        )
 
 
 def timed(cmd: list[str], runs: int) -> list[float]:
@@ -97,6 +101,7 @@ def main(runs: int = 7, files: int = 2000) -> dict:
     from memwiki.embed import load_embedder
     from memwiki.index import state as st
     from memwiki.index.indexer import Index
+    from memwiki.index.vectors import embed_text_of
     from memwiki.wiki import Wiki
 
     work = Path(tempfile.mkdtemp(prefix="memwiki-bench-"))
@@ -145,7 +150,7 @@ def main(runs: int = 7, files: int = 2000) -> dict:
             target.write_text(target.read_text() + f"\nedit {i} {random.choice(WORDS)}\n")
             edit_costs += timed(memwiki + [query], 1)
             file_items = [r for r in index.snapshot().state.rows if r.path.endswith(target.name)]
-            texts = [index._embed_text(r) for r in file_items]
+            texts = [embed_text_of(wiki.root, r) for r in file_items]
             started = time.perf_counter()
             embedder.embed(texts)
             embed_costs.append(time.perf_counter() - started)

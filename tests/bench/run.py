@@ -17,7 +17,9 @@ def main() -> None:
     """Run everything and print the tables."""
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--locomo", default=str(locomo.ROOT.parent / "shared/eval/locomo"))
-    ap.add_argument("--files", type=int, default=2000, help="size of the generated wiki for latency")
+    ap.add_argument(
+        "--files", type=int, default=2000, help="size of the generated wiki for latency"
+    )
     ap.add_argument("--skip-locomo", action="store_true")
     ap.add_argument("--skip-latency", action="store_true")
     args = ap.parse_args()
