@@ -18,7 +18,6 @@ SIDECAR = ".memwiki"
 TRACKS = ("memory", "skill")
 GITIGNORE_LINE = "/.memwiki/"
 PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
-PAYLOAD_KEYS = {"name", "track", "description", "content", "tags", "sources", "created", "updated"}
 
 
 @dataclass(frozen=True)
@@ -352,7 +351,9 @@ class Wiki:
         """Validate all files, write them, and make one commit (all or nothing)."""
         if not isinstance(recall_files, list) or not recall_files:
             raise InvalidInput("recall_files must be a non-empty list")
-        parsed = [self._from_payload(i, item) for i, item in enumerate(recall_files)]
+        parsed = [
+            rfmod.from_payload(item, f"recall_files[{i}]") for i, item in enumerate(recall_files)
+        ]
         seen = set()
         for rf in parsed:
             if rf.path in seen:
@@ -368,40 +369,6 @@ class Wiki:
             for path, text, _ in prepared:
                 atomic_write_text(path, text)
             return self._commit_locked(message, [self._rel(p) for p, _, _ in prepared])
-
-    def _from_payload(self, index: int, item) -> RecallFile:
-        where = f"recall_files[{index}]"
-        if not isinstance(item, dict):
-            raise InvalidInput(f"{where}: must be an object")
-        unknown = sorted(set(item) - PAYLOAD_KEYS)
-        if unknown:
-            raise InvalidInput(f"{where}: unknown field {unknown[0]!r}")
-        for key in ("track", "name", "description"):
-            if not isinstance(item.get(key), str) or not item[key].strip():
-                raise InvalidInput(f"{where}.{key}: missing or not a string")
-        try:
-            check_slug(item["track"], "track")
-            check_slug(item["name"])
-        except InvalidInput as exc:
-            raise InvalidInput(f"{where}: {exc.message}") from None
-        content = item.get("content", "")
-        if not isinstance(content, str):
-            raise InvalidInput(f"{where}.content: must be a string")
-        for key in ("tags", "sources"):
-            value = item.get(key, [])
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise InvalidInput(f"{where}.{key}: must be a list of strings")
-        if not rfmod.is_one_line(item["description"]):
-            raise InvalidInput(f"{where}.description: must be one line")
-        return RecallFile(
-            track=item["track"],
-            name=item["name"],
-            description=item["description"].strip(),
-            body=content if content.endswith("\n") or not content else content + "\n",
-            tags=list(item.get("tags", [])),
-            sources=list(item.get("sources", [])),
-            created=item.get("created"),
-        )
 
     def commit(self, message: str | None = None) -> CommitResult:
         """Commit every change in the work tree, hand edits included."""
