@@ -19,16 +19,27 @@ from memwiki.index.search import retrieve
 from memwiki.wiki import Wiki
 
 FILES = {
-    "memory/billing.md": ("Billing service stack and deployment", "## Stack\nGo 1.23, Postgres 16, River jobs.\n\n## Deploy\nArgo CD promotes tags to production.\n"),
-    "memory/dashboard.md": ("The React dashboard and its ClickHouse backend", "## Data\nClickHouse serves the usage charts.\n"),
-    "skill/release.md": ("How to release the billing service", "## Steps\n1. Tag v2.\n2. Verify staging.\n3. Promote to production.\n"),
+    "memory/billing.md": (
+        "Billing service stack and deployment",
+        "## Stack\nGo 1.23, Postgres 16, River jobs.\n\n## Deploy\nArgo CD promotes tags to production.\n",
+    ),
+    "memory/dashboard.md": (
+        "The React dashboard and its ClickHouse backend",
+        "## Data\nClickHouse serves the usage charts.\n",
+    ),
+    "skill/release.md": (
+        "How to release the billing service",
+        "## Steps\n1. Tag v2.\n2. Verify staging.\n3. Promote to production.\n",
+    ),
 }
 
 
 def write(root: Path, rel: str, description: str, body: str) -> None:
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"---\nname: {path.stem}\ndescription: {description}\n---\n{body}", encoding="utf-8")
+    path.write_text(
+        f"---\nname: {path.stem}\ndescription: {description}\n---\n{body}", encoding="utf-8"
+    )
 
 
 def make_wiki(root: Path, files=FILES) -> Wiki:
@@ -55,7 +66,12 @@ def snapshot_facts(wiki: Wiki, queries=("billing deploy", "clickhouse charts", "
 
 def test_first_retrieve_builds_and_finds(tmp_path):
     wiki = make_wiki(tmp_path / "w")
-    result = retrieve(wiki, "how do I promote a release to production", config=cfg(wiki.root), notify=lambda m: None)
+    result = retrieve(
+        wiki,
+        "how do I promote a release to production",
+        config=cfg(wiki.root),
+        notify=lambda m: None,
+    )
     assert result.mode == "hybrid"
     assert result.paths()[0] == "skill/release.md"
     section = result.results[0].sections[0]
@@ -66,7 +82,9 @@ def test_first_retrieve_builds_and_finds(tmp_path):
 def test_edit_is_seen_by_the_next_retrieve(tmp_path):
     wiki = make_wiki(tmp_path / "w")
     c = cfg(wiki.root)
-    assert "memory/dashboard.md" not in retrieve(wiki, "kafka topics", mode="bm25", config=c).paths()
+    assert (
+        "memory/dashboard.md" not in retrieve(wiki, "kafka topics", mode="bm25", config=c).paths()
+    )
     write(wiki.root, "memory/dashboard.md", "Dashboard", "## Data\nKafka topics feed the charts.\n")
     assert retrieve(wiki, "kafka topics", mode="bm25", config=c).paths() == ["memory/dashboard.md"]
     (wiki.root / "memory/dashboard.md").unlink()
@@ -78,14 +96,20 @@ OPS = st.lists(
         st.sampled_from(["create", "edit", "rename", "delete"]),
         st.sampled_from(["a", "b", "c", "d"]),
         st.sampled_from(["a", "b", "c", "d"]),
-        st.lists(st.sampled_from(["release", "billing", "staging", "kafka", "charts", "deploy", "go"]), min_size=1, max_size=30),
+        st.lists(
+            st.sampled_from(["release", "billing", "staging", "kafka", "charts", "deploy", "go"]),
+            min_size=1,
+            max_size=30,
+        ),
     ),
     min_size=1,
     max_size=8,
 )
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(ops=OPS)
 def test_incremental_updates_equal_a_rebuild(tmp_path_factory, ops):
     base = tmp_path_factory.mktemp("prop")
@@ -94,7 +118,12 @@ def test_incremental_updates_equal_a_rebuild(tmp_path_factory, ops):
     for op, name, other, words in ops:
         path = wiki.root / "memory" / f"{name}.md"
         if op in ("create", "edit"):
-            body = "## Notes\n" + " ".join(words) + "\n" + ("## More\n" + " ".join(reversed(words)) + "\n") * (len(words) % 2)
+            body = (
+                "## Notes\n"
+                + " ".join(words)
+                + "\n"
+                + ("## More\n" + " ".join(reversed(words)) + "\n") * (len(words) % 2)
+            )
             write(wiki.root, f"memory/{name}.md", f"About {name}", body)
         elif op == "rename" and path.exists() and name != other:
             text = path.read_text().replace(f"name: {name}", f"name: {other}")
@@ -107,7 +136,9 @@ def test_incremental_updates_equal_a_rebuild(tmp_path_factory, ops):
     clone = base / "rebuilt"
     shutil.copytree(wiki.root, clone, ignore=shutil.ignore_patterns(".memwiki"))
     rows2, vectors2, hits2, _ = snapshot_facts(Wiki(clone))
-    assert {k: (r.sha, r.heading) for k, r in rows.items()} == {k: (r.sha, r.heading) for k, r in rows2.items()}
+    assert {k: (r.sha, r.heading) for k, r in rows.items()} == {
+        k: (r.sha, r.heading) for k, r in rows2.items()
+    }
     assert {q: set(h) for q, h in hits.items()} == {q: set(h) for q, h in hits2.items()}
     for key, vec in vectors.items():
         np.testing.assert_allclose(vec, vectors2[key], atol=1e-5)
@@ -124,12 +155,17 @@ def test_unchanged_text_is_never_embedded_twice(tmp_path):
     release.write_text(original)  # back to known text: comes from the cache
     assert index.update().embedded == 0
     shutil.rmtree(wiki.sidecar / "index" / "cache")
-    release.rename(wiki.root / "memory/release.md")  # moved to another track: same text, same vector
+    release.rename(
+        wiki.root / "memory/release.md"
+    )  # moved to another track: same text, same vector
     report = index.update()
     assert report.embedded == 0 and report.indexed == ["memory/release.md"]
 
 
-@pytest.mark.parametrize("damage", ["truncate-matrix", "garbage-manifest", "missing-segment", "model-change"])
+@pytest.mark.parametrize(
+    "damage",
+    ["truncate-matrix", "garbage-manifest", "missing-segment", "model-change", "corrupt-segment"],
+)
 def test_damaged_index_is_rebuilt_with_one_line(tmp_path, damage):
     wiki = make_wiki(tmp_path / "w")
     before = retrieve(wiki, "release staging", config=cfg(wiki.root), notify=lambda m: None).paths()
@@ -144,6 +180,9 @@ def test_damaged_index_is_rebuilt_with_one_line(tmp_path, damage):
             seg.unlink()
         for toc in idx.glob("bm25-*/*.toc"):
             toc.unlink()
+    elif damage == "corrupt-segment":  # the table of contents still names it
+        for seg in idx.glob("bm25-*/*.seg"):
+            seg.write_bytes(b"\x00" * 64)
     messages: list[str] = []
     c = cfg(wiki.root)
     if damage == "model-change":
@@ -156,7 +195,7 @@ def test_damaged_index_is_rebuilt_with_one_line(tmp_path, damage):
         assert state != (idx / "state.pkl").read_bytes()
     after = retrieve(wiki, "release staging", config=c, notify=messages.append)
     assert after.paths() == before
-    if damage in ("garbage-manifest", "missing-segment"):
+    if damage in ("garbage-manifest", "missing-segment", "corrupt-segment"):
         assert len(messages) == 1 and "rebuilding" in messages[0]
     snap = Index(wiki, c).snapshot()
     assert snap.state.embedder["model"] == "all-MiniLM-L6-v2-int8"
@@ -165,15 +204,23 @@ def test_damaged_index_is_rebuilt_with_one_line(tmp_path, damage):
 
 def test_bad_files_are_reported_and_the_rest_indexed(tmp_path):
     wiki = make_wiki(tmp_path / "w")
-    (wiki.root / "memory/broken.md").write_text("---\nname: broken\ndescription: [unclosed\n---\nbody\n")
+    (wiki.root / "memory/broken.md").write_text(
+        "---\nname: broken\ndescription: [unclosed\n---\nbody\n"
+    )
     (wiki.root / "memory/empty.md").write_bytes(b"")
     (wiki.root / "memory/binary.md").write_bytes(b"\x89PNG\x00\x01\x02" * 100)
-    (wiki.root / "memory/latin1.md").write_bytes("---\nname: latin1\ndescription: caf\xe9\n---\n".encode("latin-1"))
-    big = "---\nname: big\ndescription: big file\n---\n" + ("lorem ipsum dolor sit amet\n" * 200_000)
+    (wiki.root / "memory/latin1.md").write_bytes(
+        "---\nname: latin1\ndescription: caf\xe9\n---\n".encode("latin-1")
+    )
+    big = "---\nname: big\ndescription: big file\n---\n" + (
+        "lorem ipsum dolor sit amet\n" * 200_000
+    )
     (wiki.root / "memory/big.md").write_text(big)
     assert (wiki.root / "memory/big.md").stat().st_size > 5_000_000
     messages: list[str] = []
-    result = retrieve(wiki, "billing deploy", mode="bm25", config=cfg(wiki.root), notify=messages.append)
+    result = retrieve(
+        wiki, "billing deploy", mode="bm25", config=cfg(wiki.root), notify=messages.append
+    )
     assert "memory/billing.md" in result.paths()
     reported = "\n".join(messages)
     for name in ("broken", "empty", "binary", "latin1", "big"):
@@ -216,7 +263,9 @@ def test_git_clone_retrieves_the_same(tmp_path):
     assert not (clone / ".memwiki").exists()
     cloned = retrieve(Wiki(clone), "promote production", config=cfg(clone), notify=lambda m: None)
     assert cloned.paths() == original.paths()
-    assert [s.to_dict() for r in cloned.results for s in r.sections] == [s.to_dict() for r in original.results for s in r.sections]
+    assert [s.to_dict() for r in cloned.results for s in r.sections] == [
+        s.to_dict() for r in original.results for s in r.sections
+    ]
 
 
 def test_bm25_mode_never_imports_onnxruntime(tmp_path):

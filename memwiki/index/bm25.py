@@ -100,13 +100,20 @@ def update(directory: Path, removed_paths: Iterable[str], added: Iterable[Item])
 
 
 def latest_generation(directory: Path) -> int:
-    """The generation of the newest complete Whoosh table of contents, or -1."""
-    from whoosh import index
+    """The generation of the newest Whoosh table of contents, or -1 (read from file names).
 
+    Whoosh names each committed table of contents `_<index>_<generation>.toc`; listing
+    them is enough here and spares importing Whoosh on every freshness check.
+    """
+    import os
+    import re
+
+    pattern = re.compile(rf"^_{INDEX_NAME}_(\d+)\.toc$")
     try:
-        return index.open_dir(str(directory), indexname=INDEX_NAME).latest_generation()
-    except Exception:  # any damage to the Whoosh files reads as "no index"
+        gens = [int(m.group(1)) for name in os.listdir(directory) if (m := pattern.match(name))]
+    except OSError:
         return -1
+    return max(gens, default=-1)
 
 
 def query_terms(text: str) -> list[str]:

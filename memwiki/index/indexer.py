@@ -72,6 +72,7 @@ class UpdateReport:
     problems: dict[str, str] = field(default_factory=dict)
     embedded: int = 0
     full: bool = False
+    state: st.State | None = field(default=None, repr=False)  # the index as it now is
 
 
 class Index:
@@ -86,6 +87,7 @@ class Index:
         self._embedder_loaded = False
         self._embedder = None
         self._embedder_note = ""
+        self._loaded: tuple[tuple, st.State] | None = None
 
     # ------------------------------------------------------------ embedder
 
@@ -145,10 +147,21 @@ class Index:
         return None
 
     def _load(self) -> tuple[st.State | None, str | None]:
+        """The committed state and why it cannot be used (or None); unpickled once per version."""
         try:
-            state = st.load(self.state_path)
-        except st.DamagedIndex as exc:
-            return None, str(exc)
+            info = self.state_path.stat()
+            signature = (info.st_ino, info.st_mtime_ns, info.st_size)
+        except FileNotFoundError:
+            return None, "no index yet"
+        if self._loaded is not None and self._loaded[0] == signature:
+            state = self._loaded[1]
+        else:
+            try:
+                state = st.load(self.state_path)
+            except st.DamagedIndex as exc:
+                return None, str(exc)
+            if state is not None:
+                self._loaded = (signature, state)
         return state, self._check(state)
 
     def snapshot(self, need_vectors: bool = True) -> Snapshot:
@@ -166,8 +179,7 @@ class Index:
                 return self._snap(state, stale=True)
         try:
             report = self._update_locked(need_vectors)
-            state, _ = self._load()
-            return self._snap(state, updated=len(report.indexed) + len(report.removed))
+            return self._snap(report.state, updated=len(report.indexed) + len(report.removed))
         finally:
             lock.release()
 
@@ -204,14 +216,14 @@ class Index:
             self.notify(f"index damaged ({problem}); rebuilding it")
         if full or problem:
             return self._build(state, need_vectors)
-        changes, _ = st.scan(self.root, state)
+        changes, stats = st.scan(self.root, state)
         vectors_wanted = need_vectors and self._vectors_wanted(state)
         if not (changes.changed or changes.deleted or vectors_wanted):
             if changes.touched:  # same bytes, new stat: remember it, nothing to re-index
                 state.files.update(changes.touched)
                 st.save(self.state_path, state)
-            return UpdateReport()
-        return self._apply(state, changes, need_vectors)
+            return UpdateReport(state=state)
+        return self._apply(state, changes, stats, need_vectors)
 
     def _read_items(self, rel: str, sha: str | None, stat) -> tuple[list[Item], st.FileEntry]:
         """Chunk one file; a file that cannot be indexed gets a manifest entry with its problem."""
@@ -279,11 +291,13 @@ class Index:
         self._write_vectors(old, new, list(range(len(items))), need_vectors, report, items)
         st.save(self.state_path, new)
         self._cleanup(new)
+        report.state = new
         return report
 
-    def _apply(self, old: st.State, changes: st.Changes, need_vectors: bool) -> UpdateReport:
+    def _apply(
+        self, old: st.State, changes: st.Changes, stats: dict, need_vectors: bool
+    ) -> UpdateReport:
         report = UpdateReport()
-        stats = st.walk(self.root) if changes.changed else {}
         items, changed_files = self._chunk_many(changes.changed, changes.hashes, stats, report)
         gone = set(changes.changed) | set(changes.deleted)
         report.removed = sorted(set(changes.deleted))
@@ -302,6 +316,7 @@ class Index:
             new.whoosh_generation = old.whoosh_generation
         st.save(self.state_path, new)
         self._cleanup(new)
+        report.state = new
         return report
 
     def _write_vectors(self, old, new, added_rows, need_vectors, report, items, keep=None):

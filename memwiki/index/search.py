@@ -179,8 +179,15 @@ def retrieve(
     bm25_hits: list[tuple[int, float]] = []
     vector_hits: list[tuple[int, float]] = []
     if used_mode in ("hybrid", "bm25") and query.strip():
+        try:
+            hits = bm25.search(snap.bm25_dir, query, candidates, track)
+        except Exception as exc:  # a Whoosh file damaged or deleted behind the manifest's back
+            notify(f"index damaged (BM25 {type(exc).__name__}); rebuilding it")
+            index.update(full=True, need_vectors=used_mode != "bm25")
+            snap = index.snapshot(need_vectors=used_mode != "bm25")
+            rows = snap.state.rows
+            hits = bm25.search(snap.bm25_dir, query, candidates, track)
         row_of = {r.id: i for i, r in enumerate(rows)}
-        hits = bm25.search(snap.bm25_dir, query, candidates, track)
         bm25_hits = [(row_of[h], s) for h, s in hits if h in row_of]
     if used_mode in ("hybrid", "vector") and query.strip():
         vector_hits = _vector_hits(snap, embedder, query, track, candidates)
