@@ -73,6 +73,7 @@ class UpdateReport:
     embedded: int = 0
     full: bool = False
     state: st.State | None = field(default=None, repr=False)  # the index as it now is
+    matrix: object | None = field(default=None, repr=False)  # its vectors, when just written
 
 
 class Index:
@@ -179,7 +180,9 @@ class Index:
                 return self._snap(state, stale=True)
         try:
             report = self._update_locked(need_vectors)
-            return self._snap(report.state, updated=len(report.indexed) + len(report.removed))
+            snap = self._snap(report.state, updated=len(report.indexed) + len(report.removed))
+            snap._matrix = report.matrix
+            return snap
         finally:
             lock.release()
 
@@ -327,7 +330,7 @@ class Index:
             return  # no embedder and no vectors before: BM25 only
         from .vectors import fill_matrix  # numpy: not on the BM25-only path
 
-        report.embedded = fill_matrix(
+        report.embedded, report.matrix = fill_matrix(
             self.directory, self.root, old, new, added_rows, items, emb, key, keep
         )
 

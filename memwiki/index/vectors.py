@@ -131,10 +131,10 @@ def top_n(
 
 def fill_matrix(
     directory: Path, root: Path, old, new, added_rows, items, embedder, key: dict, keep=None
-) -> int:
+) -> tuple[int, np.ndarray]:
     """Write new.vectors_file: kept rows copied, the rest from the old matrix, the cache or the embedder.
 
-    Returns how many texts were embedded. Rows that stay without a vector (no embedder
+    Returns how many texts were embedded, and the matrix (so a reader need not load it again). Rows that stay without a vector (no embedder
     in this process) are recorded in new.unembedded and masked out of vector search.
     """
     old_matrix = None
@@ -187,7 +187,7 @@ def fill_matrix(
     new.unembedded = missing
     new.vectors_file = f"vectors-{new.generation}.npy"
     save_matrix(directory / new.vectors_file, matrix)
-    return len(texts)
+    return len(texts), matrix
 
 
 def embed_text_of(root: Path, row) -> str:
