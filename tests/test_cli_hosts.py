@@ -296,6 +296,14 @@ def test_hook_timeout_answers_nothing_and_exits_at_once(wiki, run_memwiki):
     assert elapsed < 8
     [line] = hook_log(wiki.root)
     assert "timeout after 200 ms budget" in line
+    # the timed-out hook left a detached `memwiki reindex` behind: the next prompt has an index
+    from memwiki.lock import FileLock
+
+    state, lock = wiki.sidecar / "index" / "state.pkl", FileLock(wiki.sidecar / "index.lock")
+    deadline = time.monotonic() + 120
+    while (not state.exists() or lock.is_held_elsewhere()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert state.exists() and not lock.is_held_elsewhere()
 
 
 def test_hook_with_an_unreadable_config_still_exits_zero(wiki, run_memwiki, isolated_env):

@@ -190,6 +190,7 @@ def hook_claude_code() -> None:
     from ..hosts.hook import WORKER_NAME
 
     out = ""
+    cfg = None
     try:
         from ..hosts.hook import hook_log_path, run_claude_code_hook
 
@@ -209,8 +210,16 @@ def hook_claude_code() -> None:
         # broken pipe from turning exit 0 into 120.
         os._exit(0)
     if any(t.name == WORKER_NAME and t.is_alive() for t in threading.enumerate()):
-        # A retrieval past its budget may be inside native code (onnxruntime) that aborts
-        # the interpreter's shutdown with exit 134; leave at once with the answer given.
+        # Past its budget: usually a first index build. Finish it in the background, then
+        # leave at once: a retrieval inside native code (onnxruntime) can abort the
+        # interpreter's shutdown with exit 134.
+        try:
+            if cfg is not None and (cfg.wiki_path / ".git").exists():
+                from ..hosts.hook import start_background_reindex
+
+                start_background_reindex(cfg.wiki_path)
+        except BaseException:  # failing open matters more than the background build
+            pass
         sys.stderr.flush()
         os._exit(0)
 
