@@ -37,6 +37,7 @@ HOST_ENV = (
     "CODEX_THREAD_ID",
     "PATH",
     "HOME",
+    "SSH_AUTH_SOCK",
 )
 
 

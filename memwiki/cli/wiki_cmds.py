@@ -27,13 +27,25 @@ def init(
     hooks: bool = typer.Option(
         False, "--hooks", help="Also turn on the pre-commit hooks (runs `pre-commit install`)."
     ),
+    remote: str = typer.Option(
+        None, "--remote", help="Also set the remote `memwiki sync` uses (no network access)."
+    ),
     as_json: bool = JSON,
 ) -> None:
     """Create a wiki: a git repository with memory/ and skill/ tracks."""
     from ..wiki import Wiki
 
+    if remote is not None:
+        from ..sync import normalize_url
+
+        normalize_url(remote)  # a bad URL is refused before anything is created
     target = path or (Path(state.wiki) if state.wiki else config().wiki_path)
     wiki, created = Wiki.init(target, force=force)
+    remote_set = None
+    if remote is not None:
+        from ..sync import add_remote
+
+        remote_set = add_remote(wiki, remote)
     setup = None
     if hooks:
         from ..hooks import run_install
@@ -43,11 +55,15 @@ def init(
         data = {"path": str(wiki.root), "created": created}
         if setup is not None:
             data["hooks"] = setup.to_dict()
+        if remote_set is not None:
+            data["remote"] = remote_set
         emit_json(data)
     elif created:
         print(f"Initialised a memwiki wiki in {wiki.root}")
     else:
         print(f"{wiki.root} is already a memwiki wiki; nothing changed")
+    if remote_set is not None and not as_json:
+        print(f"remote {remote_set['name']}  {remote_set['url']}  (`memwiki sync` pushes the wiki)")
     if setup is not None:
         from .links_cmds import report_hooks
 

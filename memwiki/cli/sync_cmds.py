@@ -1,0 +1,144 @@
+"""Commands that move the wiki between devices: sync, clone, remote, restore."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from .app import app, config, emit_json, open_wiki, split_ref, warn
+
+remote_app = typer.Typer(help="Show or set the remote the wiki syncs with.", no_args_is_help=True)
+app.add_typer(remote_app, name="remote")
+
+JSON = typer.Option(False, "--json", help="Print JSON (schema in docs/sync.md).")
+
+
+def print_sync(result) -> None:
+    """Human output of a sync: one line per step, then the conflicts and the commit."""
+    if result.committed:
+        print(f"committed {result.committed[:12]}  (hand edits)")
+    if result.fetched:
+        plural = "s" if result.fetched != 1 else ""
+        print(f"fetched   {result.fetched} commit{plural} from {result.remote}/{result.branch}")
+    merged = {"none": "nothing new from the remote", "merge": "merge commit"}
+    print(f"merged    {merged.get(result.merged, result.merged)}")
+    print(f"pushed    {result.branch} to {result.remote}" if result.pushed else "pushed    nothing")
+    if result.retries:
+        print(f"retried   {result.retries} (another device pushed first)")
+    for c in result.conflicts:
+        where = f" -> {c.copy}" if c.copy else f" ({c.kind}, kept {c.kept})"
+        print(f"conflict  {c.path}{where}")
+    print(f"commit    {result.commit[:12] if result.commit else '-'}")
+
+
+@app.command()
+def sync(
+    remote: str = typer.Option("origin", "--remote", help="The remote to sync with."),
+    as_json: bool = JSON,
+) -> None:
+    """Fetch, commit hand edits, merge (conflicts kept as copies), push."""
+    from .. import sync as syncmod
+
+    result = syncmod.sync(open_wiki(), config(), remote)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        print_sync(result)
+    if any(c.copy for c in result.conflicts):
+        warn(
+            "conflict copies hold the remote's version: merge them by hand (`memwiki lint` lists them)"
+        )
+
+
+@app.command()
+def clone(
+    url: str = typer.Argument(..., help="The remote: ssh://, https://, file:// or a path."),
+    path: Path = typer.Argument(
+        None, help="Where to clone (default: the configured wiki path, if it does not exist)."
+    ),
+    as_json: bool = JSON,
+) -> None:
+    """Clone a wiki and make it the configured one (the first retrieve builds the index)."""
+    from .. import sync as syncmod
+
+    result = syncmod.clone(url, path, config())
+    for w in result.warnings:
+        warn(w)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    print(f"Cloned {result.url} into {result.path}")
+    print(f"It is now the configured wiki ({result.config_file})")
+    print("The first `memwiki retrieve` builds its index")
+
+
+@remote_app.command("add")
+def remote_add(
+    url: str = typer.Argument(..., help="ssh://user@host/path.git, https://..., or a path."),
+    name: str = typer.Option("origin", "--name", help="The remote's name."),
+    as_json: bool = JSON,
+) -> None:
+    """Set the remote the wiki syncs with (no network access)."""
+    from .. import sync as syncmod
+
+    info = syncmod.add_remote(open_wiki(), url, name)
+    if as_json:
+        emit_json(info)
+    elif info["previous"] and info["previous"] != info["url"]:
+        print(f"{info['name']}  {info['url']}  (was {info['previous']})")
+    else:
+        print(f"{info['name']}  {info['url']}")
+
+
+@remote_app.command("show")
+def remote_show(
+    name: str = typer.Option("origin", "--name", help="The remote to compare with."),
+    as_json: bool = JSON,
+) -> None:
+    """List remotes and how far the branch is ahead/behind as of the last sync."""
+    from .. import sync as syncmod
+
+    info = syncmod.remote_info(open_wiki(), name)
+    if as_json:
+        emit_json(info)
+        return
+    if not info["remotes"]:
+        print("No remote: add one with `memwiki remote add URL`")
+        return
+    for r in info["remotes"]:
+        print(f"{r['name']}  {r['url']}")
+    if info["upstream"]:
+        print(f"branch {info['branch']} syncs with {info['upstream']}")
+    if info["ahead"] is not None:
+        print(f"ahead {info['ahead']}, behind {info['behind']} (as of the last sync)")
+    elif info["upstream"]:
+        print("not synced yet: `memwiki sync` pushes the wiki")
+
+
+@app.command()
+def restore(
+    ref: str = typer.Argument(..., help="TRACK/NAME"),
+    rev: str = typer.Option(
+        None,
+        "--rev",
+        help="A revision from `memwiki log TRACK/NAME` (default: before the last change).",
+    ),
+    as_json: bool = JSON,
+) -> None:
+    """Bring a RecallFile back as it was at a revision, as a new commit."""
+    from ..restore import restore as do_restore
+
+    wiki = open_wiki()
+    track, name = split_ref(ref)
+    result = do_restore(wiki, track, name, rev)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    if result.saved:
+        print(f"committed its uncommitted edit first  {result.saved[:12]}")
+    if result.commit is None:
+        print(f"{result.path} already is as it was at {result.rev[:12]}; nothing to commit")
+    else:
+        print(f"restored {result.path} as of {result.rev[:12]}")
+        print(f"commit {result.commit[:12]}")

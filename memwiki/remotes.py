@@ -1,0 +1,202 @@
+"""Remotes and `memwiki clone`: where a wiki syncs to, and how a device gets its copy."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pygit2
+
+from . import gitstore
+from .credentials import Callbacks, redact, transport
+from .errors import InvalidInput, MemwikiError, NotFound, StateError
+
+DEFAULT_REMOTE = "origin"
+
+
+def normalize_url(url: str) -> str:
+    """A remote URL as stored: plain local paths become absolute so any directory works."""
+    url = url.strip()
+    if not url or any(ch.isspace() for ch in url):
+        raise InvalidInput(f"invalid remote URL {url!r}")
+    if transport(url) == "local" and "://" not in url:
+        return str(Path(url).expanduser().resolve())
+    return url
+
+
+def get_remote(repo: pygit2.Repository, name: str) -> pygit2.Remote:
+    """The named remote, or a NotFound that says how to add one."""
+    try:
+        return repo.remotes[name]
+    except (KeyError, ValueError, pygit2.GitError):
+        raise NotFound(f"no remote {name!r}: add one with `memwiki remote add URL`") from None
+
+
+def add_remote(wiki, url: str, name: str = DEFAULT_REMOTE) -> dict:
+    """Add the remote (or point an existing one at url); no network access."""
+    url = normalize_url(url)
+    repo = wiki.repo
+    with wiki.write_lock():
+        previous = repo.remotes[name].url if name in list(repo.remotes.names()) else None
+        try:
+            if previous is None:
+                repo.remotes.create(name, url)
+            elif previous != url:
+                repo.remotes.set_url(name, url)
+        except (ValueError, pygit2.GitError) as exc:
+            raise InvalidInput(f"cannot add remote {name!r} {redact(url)}: {exc}") from None
+    return {"name": name, "url": redact(url), "previous": redact(previous) if previous else None}
+
+
+def remote_info(wiki, name: str = DEFAULT_REMOTE) -> dict:
+    """Remotes and how the branch stands against the last fetch (no network access)."""
+    repo = wiki.repo
+    remotes = [{"name": r.name, "url": redact(r.url or "")} for r in repo.remotes]
+    info: dict = {"remotes": remotes, "remote": None, "branch": None, "upstream": None}
+    info.update(ahead=None, behind=None)
+    if repo.head_is_unborn or repo.head_is_detached:
+        return info
+    branch = repo.head.shorthand
+    info["branch"] = branch
+    if name not in [r["name"] for r in remotes]:
+        return info
+    info["remote"] = name
+    upstream = upstream_branch(repo, branch, name)
+    info["upstream"] = f"{name}/{upstream}"
+    tracking = lookup(repo, f"refs/remotes/{name}/{upstream}")
+    if tracking is not None:
+        info["ahead"], info["behind"] = repo.ahead_behind(repo.head.target, tracking.id)
+    return info
+
+
+def upstream_branch(repo: pygit2.Repository, branch: str, remote: str) -> str:
+    """The remote branch this branch syncs with: the configured upstream, else its own name."""
+    cfg = repo.config
+    try:
+        merge = cfg[f"branch.{branch}.merge"]
+        if cfg[f"branch.{branch}.remote"] == remote and merge.startswith("refs/heads/"):
+            return merge[len("refs/heads/") :]
+    except KeyError:
+        pass
+    return branch
+
+
+def set_upstream(repo: pygit2.Repository, branch: str, remote: str, upstream: str) -> None:
+    """Record the upstream branch once, as `git push -u` would."""
+    cfg = repo.config
+    if f"branch.{branch}.remote" not in cfg:
+        # Git users see the tracking branch as after `git push -u`.
+        cfg[f"branch.{branch}.remote"] = remote
+        cfg[f"branch.{branch}.merge"] = f"refs/heads/{upstream}"
+
+
+def lookup(repo: pygit2.Repository, ref: str) -> pygit2.Commit | None:
+    """The commit a reference points at, or None."""
+    try:
+        return repo.references[ref].peel(pygit2.Commit)
+    except (KeyError, pygit2.GitError):
+        return None
+
+
+# ---------------------------------------------------------------- network
+
+
+def fetch(remote: pygit2.Remote, config) -> None:
+    """Fetch every branch of the remote into refs/remotes/<name>/."""
+    callbacks = Callbacks(remote.url, config)
+    try:
+        remote.fetch(callbacks=callbacks, message="memwiki sync: fetch")
+    except pygit2.GitError as exc:
+        raise callbacks.error(exc, "fetch from") from None
+
+
+# ---------------------------------------------------------------- clone
+
+
+@dataclass
+class CloneResult:
+    """Where a clone went and what it is now."""
+
+    url: str
+    path: str
+    branch: str | None
+    commit: str | None
+    config_file: str
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """JSON form (the `memwiki clone --json` schema)."""
+        return {
+            "url": self.url,
+            "path": self.path,
+            "branch": self.branch,
+            "commit": self.commit,
+            "config_file": self.config_file,
+            "warnings": list(self.warnings),
+        }
+
+
+def _check_target(target: Path) -> None:
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise StateError(
+            f"{target} already exists: pass the place for the clone (`memwiki clone URL PATH`)"
+        )
+
+
+def _choose_branch(repo: pygit2.Repository) -> None:
+    """When the remote's HEAD names no branch, check out main, else its only/first branch."""
+    if not repo.head_is_unborn:
+        return
+    names = sorted(b for b in repo.branches.remote if not b.endswith("/HEAD"))
+    if not names:
+        repo.set_head("refs/heads/main")  # an empty remote: the first sync creates main
+        return
+    chosen = next((n for n in names if n.split("/", 1)[1] == "main"), names[0])
+    remote_branch = repo.branches.remote[chosen]
+    local = repo.branches.local.create(chosen.split("/", 1)[1], remote_branch.peel(pygit2.Commit))
+    local.upstream = remote_branch
+    repo.checkout(local)
+
+
+def clone(url: str, path: Path | None, config) -> CloneResult:
+    """Clone a wiki, complete its layout if needed, and make it the configured wiki."""
+    from .config import write_file_setting
+    from .wiki import Wiki
+
+    url = normalize_url(url)
+    target = Path(path).expanduser() if path is not None else config.wiki_path
+    target = target.absolute()
+    _check_target(target)
+    existed = target.exists()
+    callbacks = Callbacks(url, config)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        repo = pygit2.clone_repository(url, str(target), callbacks=callbacks)
+        _choose_branch(repo)
+    except (pygit2.GitError, MemwikiError) as exc:
+        # A failed clone leaves nothing behind that would block the next attempt.
+        if existed:
+            for child in target.iterdir():
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+        else:
+            shutil.rmtree(target, ignore_errors=True)
+        raise callbacks.error(exc, "clone") from None
+    # An empty remote, or a repository that is not a wiki yet, gets the layout (and with it
+    # the .gitignore line that keeps the sidecar index out of git).
+    wiki, _ = Wiki.init(target, force=True)
+    config_file = write_file_setting(config, "wiki", str(wiki.root))
+    warnings = []
+    if config.settings["wiki"].source.startswith("env:"):
+        var = config.settings["wiki"].source.split(":", 1)[1]
+        warnings.append(f"{var} is set and overrides the config file: unset it to use the clone")
+    head = gitstore.head_commit(wiki.repo)
+    branch = None if wiki.repo.head_is_unborn else wiki.repo.head.shorthand
+    return CloneResult(
+        redact(url),
+        str(wiki.root),
+        branch,
+        str(head.id) if head else None,
+        str(config_file),
+        warnings,
+    )

@@ -1,0 +1,95 @@
+"""`memwiki restore`: bring a RecallFile back as it was at a revision, as a new commit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pygit2
+
+from . import gitstore
+from .errors import InvalidInput, NotFound, StateError
+from .fsutil import atomic_write_bytes
+
+
+@dataclass
+class RestoreResult:
+    """What a restore wrote."""
+
+    path: str
+    rev: str  # the commit whose version of the file was brought back
+    commit: str | None  # the new commit; None when the file already was that version
+    saved: str | None = None  # a commit of the file's uncommitted edit, made first
+
+    def to_dict(self) -> dict:
+        """JSON form (the `memwiki restore --json` schema)."""
+        return {"path": self.path, "rev": self.rev, "commit": self.commit, "saved": self.saved}
+
+
+def _resolve(repo: pygit2.Repository, rev: str) -> pygit2.Commit:
+    try:
+        return repo.revparse_single(rev).peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError):
+        raise NotFound(f"no revision {rev!r} in the wiki") from None
+
+
+def _blob_at(commit: pygit2.Commit, rel: str) -> pygit2.Blob | None:
+    try:
+        obj = commit.tree[rel]
+    except KeyError:
+        return None
+    return obj if isinstance(obj, pygit2.Blob) else None
+
+
+def _source(repo: pygit2.Repository, rel: str, ref: str, rev: str | None):
+    """(commit, blob) of the version to bring back."""
+    if rev is not None:
+        commit = _resolve(repo, rev)
+        blob = _blob_at(commit, rel)
+        if blob is None:
+            short = str(commit.id)[:12]
+            hint = f"pick a revision from `memwiki log {ref}`"
+            parents = commit.parents
+            if parents and _blob_at(parents[0], rel) is not None:
+                hint = f"{short} deleted it: use --rev {short}^ for the version before"
+            raise NotFound(f"{rel} does not exist at {short}: {hint}")
+        return commit, blob
+    entries = gitstore.log(repo, rel, limit=1)
+    if not entries:
+        raise NotFound(f"{rel} has no history: nothing to restore")
+    last = repo[entries[0].commit].peel(pygit2.Commit)
+    blob = _blob_at(last.parents[0], rel) if last.parents else None
+    if blob is None:
+        raise StateError(
+            f"{rel} did not exist before {str(last.id)[:12]}, which created it: "
+            f"pass --rev with a revision from `memwiki log {ref}`"
+        )
+    return last.parents[0], blob
+
+
+def restore(wiki, track: str, name: str, rev: str | None = None) -> RestoreResult:
+    """Bring track/name back as it was at rev (default: before its last change) and commit."""
+    path = wiki.path_of(track, name)
+    rel = path.relative_to(wiki.root).as_posix()
+    repo = wiki.repo
+    with wiki.write_lock():
+        if gitstore.head_commit(repo) is None:
+            raise NotFound("the wiki has no history yet: nothing to restore")
+        source, blob = _source(repo, rel, f"{track}/{name}", rev)
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise InvalidInput(f"refused to restore {rel}: it is not a regular file")
+        # An uncommitted edit of this file is committed first, so the restore cannot lose it.
+        saved, _ = gitstore.commit_paths(
+            repo, [rel], f"memwiki: save the edit of {track}/{name} before restoring it\n"
+        )
+        current = path.read_bytes() if path.is_file() else None
+        result = RestoreResult(rel, str(source.id), None, saved)
+        if current == blob.data:
+            return result
+        # The exact bytes of that version: restoring is not rewriting, so no stamp changes.
+        atomic_write_bytes(path, blob.data)
+        message = (
+            f"memwiki: restore {track}/{name} as of {str(source.id)[:12]}\n\n"
+            f"Restored-From: {source.id}\n"
+        )
+        result.commit, _ = gitstore.commit_paths(repo, [rel], message)
+    return result
