@@ -7,10 +7,14 @@ from hypothesis import strategies as st
 
 from memwiki.index.chunker import chunk, windows
 
-WORDS = st.sampled_from(["alpha", "beta", "release", "billing", "staging", "x", "deploy", "```", "#"])
+WORDS = st.sampled_from(
+    ["alpha", "beta", "release", "billing", "staging", "x", "deploy", "```", "#"]
+)
 LINE = st.one_of(
     st.lists(WORDS, min_size=0, max_size=40).map(" ".join),
-    st.tuples(st.sampled_from(["#", "##", "###"]), st.text("abc ", min_size=1, max_size=8)).map(" ".join),
+    st.tuples(st.sampled_from(["#", "##", "###"]), st.text("abc ", min_size=1, max_size=8)).map(
+        " ".join
+    ),
     st.just(""),
     st.just("```"),
 )
@@ -34,7 +38,9 @@ def test_every_body_line_belongs_to_an_item(lines, first):
     # the text of an item is exactly its lines
     for it in items:
         if lines:
-            assert it.text == "\n".join(lines[it.start_line - first : it.end_line - first + 1]).strip()
+            assert (
+                it.text == "\n".join(lines[it.start_line - first : it.end_line - first + 1]).strip()
+            )
 
 
 def test_sections_follow_headings_and_skip_code_fences():
@@ -59,7 +65,9 @@ def test_long_section_is_windowed_with_overlap():
     for a, b in zip(items, items[1:], strict=False):
         assert b.start_line <= a.end_line + 1, "consecutive windows leave no gap"
         assert b.start_line > a.start_line, "windows always move forward"
-    assert any(b.start_line <= a.end_line for a, b in zip(items, items[1:], strict=False)), "some overlap"
+    assert any(b.start_line <= a.end_line for a, b in zip(items, items[1:], strict=False)), (
+        "some overlap"
+    )
     assert all(len(i.text.split()) <= 150 + 20 for i in items)
 
 

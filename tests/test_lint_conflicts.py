@@ -15,7 +15,9 @@ def test_conflict_copy_is_reported_as_unresolved(tmp_path):
         "conflict_of: memory/notes\nconflict_label: run-20261130\n---\ntheirs\n"
     )
     problems = lint_wiki(wiki)
-    assert [(p.path, p.line) for p in problems] == [("memory/notes.conflict-run-20261130-ab12cd3.md", 1)]
+    assert [(p.path, p.line) for p in problems] == [
+        ("memory/notes.conflict-run-20261130-ab12cd3.md", 1)
+    ]
     assert "unresolved conflict copy of memory/notes" in problems[0].message
     copy.unlink()
     assert lint_wiki(wiki) == []

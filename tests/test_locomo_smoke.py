@@ -12,7 +12,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "bench"))
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "eval" / "locomo"
 
 
-@pytest.mark.skipif(not (LOCOMO / "26.json").exists(), reason="LoCoMo data not next to the repository")
+@pytest.mark.skipif(
+    not (LOCOMO / "26.json").exists(), reason="LoCoMo data not next to the repository"
+)
 def test_hybrid_retrieval_on_one_dev_conversation(tmp_path):
     import locomo
 

@@ -88,6 +88,11 @@ def split_ref(ref: str) -> tuple[str, str]:
 
 
 # Command modules register themselves on `app` when imported.
-from . import hosts_cmds, index_cmds, memorize_cmds, wiki_cmds  # noqa: E402, F401
-from . import links_cmds  # noqa: E402, F401
-from . import sync_cmds  # noqa: E402, F401
+from . import (  # noqa: E402, F401
+    hosts_cmds,
+    index_cmds,
+    links_cmds,
+    memorize_cmds,
+    sync_cmds,
+    wiki_cmds,
+)

@@ -78,5 +78,7 @@ def try_fast(argv: list[str]) -> tuple[bool, bool]:
         return False, False
     wiki, debug, rest = parsed
     opts = parse_retrieve(rest)
-    run_retrieve(wiki, opts.query, opts.k, opts.track, opts.budget, opts.mode, opts.as_json, opts.files)
+    run_retrieve(
+        wiki, opts.query, opts.k, opts.track, opts.budget, opts.mode, opts.as_json, opts.files
+    )
     return True, debug
