@@ -6,7 +6,6 @@ No other module reads ``os.environ``; everything asks :func:`load`.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,6 +87,8 @@ def config_file_path(environ: dict[str, str]) -> Path:
 def _read_file(path: Path) -> dict[str, object]:
     if not path.is_file():
         return {}
+    import tomllib  # only when there is a file: `retrieve` runs cold many times a day
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -11,8 +11,13 @@ from pathlib import Path
 from .errors import InvalidInput
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write data to path atomically: temp file in the same directory, fsync, rename."""
+@contextlib.contextmanager
+def atomic_write(path: Path):
+    """A binary file handle whose contents replace path atomically on success.
+
+    Temp file in the same directory, fsync, rename, fsync of the directory; on any error
+    the temp file is removed and path is untouched.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -21,7 +26,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         # gets the mode any editor would give it (0666 less the umask).
         os.fchmod(fd, _mode_for(path))
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -30,6 +35,12 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             os.unlink(tmp)
         raise
     _fsync_dir(path.parent)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write data to path atomically: temp file in the same directory, fsync, rename."""
+    with atomic_write(path) as fh:
+        fh.write(data)
 
 
 def atomic_write_text(path: Path, text: str) -> None:

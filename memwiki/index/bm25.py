@@ -75,7 +75,20 @@ def create(directory: Path, items: Iterable[Item]) -> int:
     return ix.latest_generation()
 
 
-def update(directory: Path, removed_paths: Iterable[str], added: Iterable[Item]) -> int:
+def should_optimize(live: int, deleted: int) -> bool:
+    """Whether an update should rewrite the index whole.
+
+    Whoosh keeps deleted documents in its term statistics until their segment is merged
+    away, so BM25 scores drift from those of a rebuild. Small indexes are rewritten whole
+    (cheap, and then exactly equal to a rebuild); large ones once deletions pile up.
+    """
+    total = live + deleted
+    return total <= OPTIMIZE_BELOW or deleted > total * MAX_DELETED_SHARE
+
+
+def update(
+    directory: Path, removed_paths: Iterable[str], added: Iterable[Item], optimize: bool
+) -> int:
     """Delete the items of removed paths and add new items, in one Whoosh commit."""
     from whoosh import index
 
@@ -89,13 +102,7 @@ def update(directory: Path, removed_paths: Iterable[str], added: Iterable[Item])
     except BaseException:
         writer.cancel()
         raise
-    # Whoosh keeps deleted documents in its term statistics until their segment is
-    # merged away, so BM25 scores drift from those of a rebuild. Small indexes are
-    # rewritten whole (cheap, and then exactly equal to a rebuild); large ones when
-    # deletions pile up.
-    with ix.reader() as reader:
-        total, deleted = reader.doc_count_all(), reader.doc_count_all() - reader.doc_count()
-    writer.commit(optimize=total <= OPTIMIZE_BELOW or deleted > total * MAX_DELETED_SHARE)
+    writer.commit(optimize=optimize)
     return ix.latest_generation()
 
 

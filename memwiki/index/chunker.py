@@ -6,7 +6,6 @@ open exactly the lines a result points at. Every body line lies in at least one 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 
@@ -39,6 +38,8 @@ class Item:
     @property
     def sha(self) -> str:
         """sha256 of the text this item is embedded from: the embedding cache key."""
+        import hashlib
+
         return hashlib.sha256(self.embed_text.encode("utf-8")).hexdigest()
 
     @property

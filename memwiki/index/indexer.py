@@ -314,9 +314,15 @@ class Index:
         added_rows = list(range(len(keep), len(new.rows)))
         self._write_vectors(old, new, added_rows, need_vectors, report, items, keep=keep)
         if gone or items:
-            new.whoosh_generation = bm25.update(self.directory / old.bm25_dir, sorted(gone), items)
+            deleted = old.bm25_deleted + len(old.rows) - len(keep)
+            optimize = bm25.should_optimize(len(new.rows), deleted)
+            new.bm25_deleted = 0 if optimize else deleted
+            new.whoosh_generation = bm25.update(
+                self.directory / old.bm25_dir, sorted(gone), items, optimize
+            )
         else:
             new.whoosh_generation = old.whoosh_generation
+            new.bm25_deleted = old.bm25_deleted
         st.save(self.state_path, new)
         self._cleanup(new)
         report.state = new

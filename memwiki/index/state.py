@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from ..fsutil import file_sha256
 
-FORMAT = 5  # bump when chunking or analysis changes: old indexes are rebuilt
+FORMAT = 6  # bump when chunking or analysis changes: old indexes are rebuilt
 # A file modified this close to the moment the manifest was written may change again
 # within the same mtime tick without changing size: hash it again next time.
 RACY_NS = 2_000_000_000
@@ -61,6 +61,9 @@ class State:
     generation: int = 0
     bm25_dir: str = ""
     whoosh_generation: int = -1
+    bm25_deleted: int = (
+        0  # documents Whoosh still counts in its statistics (see bm25.should_optimize)
+    )
     vectors_file: str | None = None
     embedder: dict | None = None  # {provider, model, dim} of the vectors
     unembedded: set[int] = field(default_factory=set)  # rows whose vector is still zero

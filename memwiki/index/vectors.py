@@ -21,13 +21,10 @@ def load_matrix(path: Path, rows: int, dim: int) -> np.ndarray:
 
 def save_matrix(path: Path, matrix: np.ndarray) -> None:
     """Write the matrix atomically (temp file, fsync, rename)."""
-    import io
+    from ..fsutil import atomic_write
 
-    from ..fsutil import atomic_write_bytes
-
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(matrix, dtype=np.float32), allow_pickle=False)
-    atomic_write_bytes(path, buf.getvalue())
+    with atomic_write(path) as fh:
+        np.save(fh, np.ascontiguousarray(matrix, dtype=np.float32), allow_pickle=False)
 
 
 class EmbeddingCache:
@@ -134,8 +131,9 @@ def fill_matrix(
 ) -> tuple[int, np.ndarray]:
     """Write new.vectors_file: kept rows copied, the rest from the old matrix, the cache or the embedder.
 
-    Returns how many texts were embedded, and the matrix (so a reader need not load it again). Rows that stay without a vector (no embedder
-    in this process) are recorded in new.unembedded and masked out of vector search.
+    Returns how many texts were embedded, and the matrix (so a reader need not load it
+    again). Rows left without a vector (no embedder in this process) are recorded in
+    new.unembedded and masked out of vector search.
     """
     old_matrix = None
     if old is not None and old.vectors_file and old.embedder == key:
@@ -144,20 +142,19 @@ def fill_matrix(
         except (OSError, ValueError):
             old_matrix = None
     matrix = np.zeros((len(new.rows), key["dim"]), dtype=np.float32)
-    known: dict[str, np.ndarray] = {}
-    if old_matrix is not None:
-        for i, r in enumerate(old.rows):
-            if i not in old.unembedded:
-                known.setdefault(r.sha, old_matrix[i])
-    todo = set(added_rows)
     if keep is not None and old_matrix is not None:
-        for new_i, old_i in enumerate(keep):
-            if old_i in old.unembedded:
-                todo.add(new_i)
-            else:
-                matrix[new_i] = old_matrix[old_i]
+        # Kept rows are copied in one numpy operation: this runs on every edit.
+        matrix[: len(keep)] = old_matrix[np.asarray(keep, dtype=np.int64)]
+        todo = set(added_rows) | {n for n, o in enumerate(keep) if o in old.unembedded}
     else:
         todo = set(range(len(new.rows)))
+    known: dict[str, np.ndarray] = {}
+    if old_matrix is not None and todo:
+        # Text that moved (a rename, another track) keeps its vector.
+        wanted = {new.rows[i].sha for i in todo}
+        for i, r in enumerate(old.rows):
+            if r.sha in wanted and i not in old.unembedded:
+                known.setdefault(r.sha, old_matrix[i])
     cache = EmbeddingCache(directory / "cache", key)
     want = [i for i in sorted(todo) if new.rows[i].sha not in known]
     known.update(cache.lookup([new.rows[i].sha for i in want]))
