@@ -114,20 +114,18 @@ def run_claude_code_hook(
     return 0, hook_output(clip(result))
 
 
-def start_background_reindex(wiki_root: Path) -> bool:
+def start_background_reindex(wiki_root: Path) -> None:
     """After a timed-out hook, build the index in a detached process so the next prompt has one.
 
     The hook itself must leave within its budget, and leaving kills its own build half-way;
     without this a wiki whose first build takes longer than the budget never gets an index.
-    Does nothing when another memwiki process already holds the index lock.
+    The lock may still be held by this very hook's worker thread, so the new process
+    simply waits for it (index updates take the lock blocking); a second one started by a
+    concurrent hook finds nothing left to do.
     """
     import subprocess
     import sys
 
-    from ..lock import FileLock
-
-    if FileLock(wiki_root / ".memwiki" / "index.lock").is_held_elsewhere():
-        return False
     subprocess.Popen(
         [sys.executable, "-m", "memwiki", "--wiki", str(wiki_root), "reindex"],
         stdin=subprocess.DEVNULL,
@@ -135,4 +133,3 @@ def start_background_reindex(wiki_root: Path) -> bool:
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # outlives the hook and is not killed with it
     )
-    return True
