@@ -35,13 +35,9 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
                 )
             )
             continue
-        try:
-            rf = rfmod.read(path, track, rel)
-        except rfmod.InvalidRecallFile as exc:
-            problems.extend(exc.problems)
-            continue
-        except OSError as exc:
-            problems.append(Problem(rel, 1, f"cannot read: {exc.strerror}"))
+        rf, found = rfmod.try_read(path, track, rel)
+        if rf is None:
+            problems.extend(found)
             continue
         if "conflict_of" in rf.extra:
             problems.append(

@@ -387,6 +387,16 @@ def read(path: Path, track: str, rel: str | None = None) -> RecallFile:
     return parse(path.read_bytes(), track=track, stem=path.stem, path=rel or str(path))
 
 
+def try_read(path: Path, track: str, rel: str) -> tuple[RecallFile | None, list[Problem]]:
+    """Read a RecallFile, or say why it cannot be read (for commands that go on with the rest)."""
+    try:
+        return read(path, track, rel), []
+    except InvalidRecallFile as exc:
+        return None, exc.problems
+    except OSError as exc:
+        return None, [Problem(rel, 1, f"cannot read: {exc.strerror}")]
+
+
 PAYLOAD_KEYS = {"name", "track", "description", "content", "tags", "sources", "created", "updated"}
 
 

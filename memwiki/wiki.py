@@ -261,13 +261,9 @@ class Wiki:
                 next_cursor = _encode_cursor(*last)
                 break
             rel = key[2]
-            try:
-                rf = rfmod.read(path, key[0], rel)
-            except rfmod.InvalidRecallFile as exc:
-                skipped.extend(exc.problems)
-                continue
-            except OSError as exc:
-                skipped.append(Problem(rel, 1, f"cannot read: {exc.strerror}"))
+            rf, problems = rfmod.try_read(path, key[0], rel)
+            if rf is None:
+                skipped.extend(problems)
                 continue
             items.append(Entry(rf.track, rf.name, rf.description, rf.tags, rf.updated, rel))
             last = key
