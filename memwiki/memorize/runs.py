@@ -1,11 +1,7 @@
-"""The memorize lifecycle as library calls: prepare, commit, discard, status.
+"""Runs as a whole: their status, and discarding them (prepare and commit have modules of their own).
 
-    from memwiki.memorize import runs
-    prepared = runs.prepare(wiki, ["s1.json", "s2.json"])
-    # ... an executor edits files in prepared.workspace, following prepared.jobs ...
-    result = runs.commit(wiki, prepared.run_id, reindex=None)
-
-See docs/memorize.md for the run layout, the states and recovery.
+The public lifecycle is `memwiki.memorize.prepare/commit/discard/status`; see
+docs/memorize.md for the run layout, the states and recovery.
 """
 
 from __future__ import annotations
@@ -19,24 +15,12 @@ import pygit2
 
 from ..errors import MemwikiError, NotFound
 from . import runstate, worktrees
-from .commit import CommitResult, commit
-from .prepare import PrepareResult, prepare, prepare_sessions
 from .runstate import WORKSPACE
 
 if TYPE_CHECKING:
     from ..wiki import Wiki
 
-__all__ = [
-    "CommitResult",
-    "DiscardResult",
-    "PrepareResult",
-    "RunStatus",
-    "commit",
-    "discard",
-    "prepare",
-    "prepare_sessions",
-    "status",
-]
+__all__ = ["DiscardResult", "RunStatus", "discard", "status"]
 
 PREPARED = "prepared"
 EDITED = "edited"
