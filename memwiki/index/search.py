@@ -165,6 +165,8 @@ def retrieve(
         raise InvalidInput(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     if k < 1:
         raise InvalidInput("-k must be at least 1")
+    if fusion not in ("score", "rrf"):
+        raise InvalidInput(f"unknown fusion {fusion!r}: use score or rrf")
     if track is not None:
         from ..recallfile import check_slug
 
@@ -193,10 +195,8 @@ def retrieve(
         vector_hits = _vector_hits(snap, embedder, query, track, candidates)
     if fusion == "rrf":
         fused = rrf([[i for i, _ in hits] for hits in (bm25_hits, vector_hits) if hits])
-    elif fusion == "score":
-        fused = score_fusion(bm25_hits, vector_hits, vector_weight)
     else:
-        raise InvalidInput(f"unknown fusion {fusion!r}: use score or rrf")
+        fused = score_fusion(bm25_hits, vector_hits, vector_weight)
     results = _rollup(snap, fused, k)
     _fill_sections(snap, results, fused, budget)
     facts = {
@@ -213,14 +213,15 @@ def retrieve(
 
 def _rollup(snap: Snapshot, fused: dict[int, float], k: int) -> list[FileResult]:
     """Files ranked by their best item's fused score."""
-    best: dict[str, float] = {}
+    best: dict[str, tuple[float, int]] = {}
     for i, score in fused.items():
         path = snap.state.rows[i].path
-        best[path] = max(best.get(path, 0.0), score)
-    ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+        if path not in best or score > best[path][0]:
+            best[path] = (score, i)
+    ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))[:k]
     out = []
-    for path, score in ranked:
-        row = next(snap.state.rows[i] for i in fused if snap.state.rows[i].path == path)
+    for path, (score, i) in ranked:
+        row = snap.state.rows[i]
         out.append(FileResult(path, row.track, row.name, row.description, score))
     return out
 
