@@ -54,7 +54,7 @@ def _git(wiki) -> Check:
 
 
 def _index(wiki, config):
-    from .index import state as st
+    from .index import manifest as st
     from .index.indexer import Index
 
     messages: list[str] = []

@@ -227,7 +227,7 @@ class LinkIndex:
     """Every note of a wiki with its links resolved: the vault as Obsidian sees it."""
 
     def __init__(self, wiki: Wiki):
-        from .memorize.conflicts import COPY_RE
+        from .git.conflicts import COPY_RE
 
         self.wiki = wiki
         self.root = wiki.root

@@ -6,8 +6,8 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from . import recallfile as rfmod
+from .git.conflicts import COPY_RE
 from .links import broken_links
-from .memorize.conflicts import COPY_RE
 from .recallfile import Problem
 
 if TYPE_CHECKING:

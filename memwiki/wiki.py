@@ -104,7 +104,7 @@ class Wiki:
         """Create a wiki (git init, tracks, .gitignore, README, first commit); (wiki, created)."""
         import pygit2
 
-        from . import gitstore
+        from .git import repo as gitstore
 
         path = Path(path).expanduser()
         try:
@@ -189,7 +189,7 @@ class Wiki:
     def repo(self):
         """The pygit2 repository (opened on first use)."""
         if self._repo is None:
-            from . import gitstore
+            from .git import repo as gitstore
 
             self._repo = gitstore.open_repo(self.root)
         return self._repo
@@ -377,7 +377,7 @@ class Wiki:
     def _commit_locked(self, message: str | None, paths: list[str] | None = None) -> CommitResult:
         """Commit everything (paths None) or only the given paths: an agent's write must not
         sweep a person's unfinished hand edits into its commit."""
-        from . import gitstore
+        from .git import repo as gitstore
 
         if paths is None:
             oid, changes = gitstore.commit_all(self.repo, message)
@@ -393,7 +393,7 @@ class Wiki:
         path = None
         if name is not None:
             path = str(self.path_of(track or "memory", name).relative_to(self.root))
-        from . import gitstore
+        from .git import repo as gitstore
 
         return gitstore.log(self.repo, path, limit)
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from memwiki.hosts.bridge import bridge_commit, bridge_prepare, state_dir
-from memwiki.hosts.state import CURSOR_FILE, PENDING_FILE
+from memwiki.hosts.mining.bridge import bridge_commit, bridge_prepare, state_dir
+from memwiki.hosts.mining.cursors import CURSOR_FILE, PENDING_FILE
 
 FIX = Path(__file__).parent / "fixtures" / "hosts"
 CC_SID = "9b1e6c2a-5d3f-4e71-a0c4-2f8d7e6b1a90"

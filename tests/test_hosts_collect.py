@@ -13,10 +13,13 @@ import pytest
 
 from memwiki.config import load
 from memwiki.errors import StorageError
-from memwiki.hosts.base import get_source
-from memwiki.hosts.collect import collect_new_sessions, self_session_ids, self_session_warning
-from memwiki.hosts.sqlite_ro import connect_ro, ro_uri
-from memwiki.hosts.state import (
+from memwiki.hosts.mining.base import get_source
+from memwiki.hosts.mining.collect import (
+    collect_new_sessions,
+    self_session_ids,
+    self_session_warning,
+)
+from memwiki.hosts.mining.cursors import (
     CURSOR_FILE,
     PENDING_FILE,
     advance_cursor,
@@ -27,6 +30,7 @@ from memwiki.hosts.state import (
     promote_pending,
     save_cursor,
 )
+from memwiki.hosts.mining.sqlite_ro import connect_ro, ro_uri
 
 FIX = Path(__file__).parent / "fixtures" / "hosts"
 CC_SID = "9b1e6c2a-5d3f-4e71-a0c4-2f8d7e6b1a90"

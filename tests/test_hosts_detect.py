@@ -8,8 +8,8 @@ import sqlite3
 from pathlib import Path
 
 from memwiki.config import load
-from memwiki.hosts.detect import detect_hosts
-from memwiki.hosts.inject import install
+from memwiki.hosts.integrate.detect import detect_hosts
+from memwiki.hosts.integrate.inject import install
 
 FIX = Path(__file__).parent / "fixtures" / "hosts"
 

@@ -8,9 +8,9 @@ import pytest
 
 from memwiki.config import load
 from memwiki.errors import InvalidInput
-from memwiki.hosts.base import HOSTS
-from memwiki.hosts.schedule import HEADLESS, render_wrapper
-from memwiki.hosts.texts import install_guide, render, task_prompt
+from memwiki.hosts.integrate.schedule import HEADLESS, render_wrapper
+from memwiki.hosts.integrate.texts import install_guide, render, task_prompt
+from memwiki.hosts.mining.base import HOSTS
 
 DOCS = Path(__file__).parent.parent / "docs" / "hosts.md"
 

@@ -10,7 +10,12 @@ from pathlib import Path
 
 from memwiki.config import load
 from memwiki.errors import NotFound
-from memwiki.hosts.hook import MAX_CONTEXT_CHARS, clip, hook_log_path, run_claude_code_hook
+from memwiki.hosts.integrate.prompt_hook import (
+    MAX_CONTEXT_CHARS,
+    clip,
+    hook_log_path,
+    run_claude_code_hook,
+)
 
 PROMPT = "why does checkout 500 on an empty cart? my token is hunter2"
 HOOK_INPUT = json.dumps(
@@ -114,7 +119,7 @@ def test_timeout_in_a_real_process_exits_promptly(tmp_path):
 import sys, time
 sys.path.insert(0, {str(Path(__file__).parent)!r})
 from memwiki.config import load
-from memwiki.hosts.hook import run_claude_code_hook
+from memwiki.hosts.integrate.prompt_hook import run_claude_code_hook
 cfg = load(options={{"wiki": {str(tmp_path / "wiki")!r}}}, environ={{"HOME": {str(tmp_path)!r}}})
 def slow(prompt):
     time.sleep(30)

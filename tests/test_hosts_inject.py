@@ -11,10 +11,10 @@ import pytest
 
 from memwiki.config import load
 from memwiki.errors import InvalidInput, NotFound
-from memwiki.hosts import block
-from memwiki.hosts.claude_settings import HOOK_COMMAND, add_hook, remove_hook
-from memwiki.hosts.inject import install, installed, uninstall
-from memwiki.hosts.texts import instruction_block
+from memwiki.hosts.integrate import block
+from memwiki.hosts.integrate.claude_settings import HOOK_COMMAND, add_hook, remove_hook
+from memwiki.hosts.integrate.inject import install, installed, uninstall
+from memwiki.hosts.integrate.texts import instruction_block
 
 CLAUDE_SETTINGS = """{
   "model": "opus",

@@ -12,7 +12,7 @@ import pytest
 
 from memwiki.config import load
 from memwiki.errors import InvalidInput
-from memwiki.hosts.schedule import (
+from memwiki.hosts.integrate.schedule import (
     HEADLESS,
     bridge_files,
     crontab_with_entry,
@@ -24,7 +24,7 @@ from memwiki.hosts.schedule import (
     schedule_entry,
     uninstall_schedule,
 )
-from memwiki.hosts.texts import task_prompt
+from memwiki.hosts.integrate.texts import task_prompt
 
 EXISTING = "MAILTO=me@example.org\n# nightly backup\n0 3 * * * /usr/local/bin/backup --all\n"
 
@@ -140,7 +140,7 @@ def test_real_crontab_round_trip(tmp_path):
         assert uninstall_schedule("codex", cfg).action == "removed"
         assert read_crontab() == before
     finally:
-        from memwiki.hosts.schedule import write_crontab
+        from memwiki.hosts.integrate.schedule import write_crontab
 
         if read_crontab() != before:
             write_crontab(before)

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from memwiki.config import load
-from memwiki.hosts import claude_code, codex, cursor, generic, hermes, openclaw
-from memwiki.hosts.base import get_source
-from memwiki.hosts.collect import collect_new_sessions, read_slice
-from memwiki.hosts.records import parse_record
+from memwiki.hosts.mining import claude_code, codex, cursor, generic, hermes, openclaw
+from memwiki.hosts.mining.base import get_source
+from memwiki.hosts.mining.collect import collect_new_sessions, read_slice
+from memwiki.hosts.mining.records import parse_record
 
 FIX = Path(__file__).parent / "fixtures" / "hosts"
 EXPECTED = json.loads((FIX / "expected.json").read_text())

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 from memwiki.config import load
-from memwiki.hosts import claude_code, codex, cursor, generic, hermes, openclaw
-from memwiki.hosts.base import get_source
-from memwiki.hosts.collect import read_slice
-from memwiki.hosts.records import Verdict, parse_record
+from memwiki.hosts.mining import claude_code, codex, cursor, generic, hermes, openclaw
+from memwiki.hosts.mining.base import get_source
+from memwiki.hosts.mining.collect import read_slice
+from memwiki.hosts.mining.records import Verdict, parse_record
 
 M, T, D = Verdict.MESSAGE, Verdict.TOOL, Verdict.DROP
 

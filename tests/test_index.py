@@ -187,7 +187,7 @@ def test_damaged_index_is_rebuilt_with_one_line(tmp_path, damage):
     c = cfg(wiki.root)
     if damage == "model-change":
         state = (idx / "state.pkl").read_bytes()
-        from memwiki.index import state as stmod
+        from memwiki.index import manifest as stmod
 
         s = stmod.load(idx / "state.pkl")
         s.embedder = {"provider": "onnx", "model": "another-model", "dim": 384}

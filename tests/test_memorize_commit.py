@@ -22,7 +22,7 @@ from test_memorize_support import (
 
 from memwiki import memorize
 from memwiki import recallfile as rfmod
-from memwiki.memorize.conflicts import find_conflict_copies
+from memwiki.git.conflicts import find_conflict_copies
 from memwiki.memorize.validate import RunInvalid
 
 SKILL = recall(

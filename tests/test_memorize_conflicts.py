@@ -9,7 +9,7 @@ import pytest
 from test_memorize_support import git
 
 from memwiki.errors import InvalidInput
-from memwiki.memorize.conflicts import (
+from memwiki.git.conflicts import (
     conflict_copy_text,
     copy_path,
     find_conflict_copies,

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from memwiki import sync as syncmod
 from memwiki.config import load
 from memwiki.errors import NotFound, StateError, StorageError
+from memwiki.git import sync as syncmod
 from memwiki.wiki import Wiki
 
 
@@ -349,7 +349,7 @@ def test_a_failed_clone_leaves_nothing_behind(tmp_path, cli):
 KILLER = """
 import os, signal, sys
 from pathlib import Path
-from memwiki import sync
+from memwiki.git import sync
 from memwiki.config import load
 from memwiki.wiki import Wiki
 

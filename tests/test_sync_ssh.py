@@ -348,7 +348,7 @@ def test_http_remote_without_credentials_names_what_was_tried(tmp_path, http_rem
 
 
 def test_transport_and_redaction():
-    from memwiki.credentials import host_of, redact, transport
+    from memwiki.git.credentials import host_of, redact, transport
 
     assert transport("ssh://me@host:22/x.git") == "ssh"
     assert transport("git@github.com:me/wiki.git") == "ssh"
@@ -363,7 +363,7 @@ def test_transport_and_redaction():
 def test_a_passphrase_key_is_skipped_with_a_reason(
     tmp_path, sshd, run_memwiki, isolated_env, monkeypatch
 ):
-    from memwiki.credentials import key_is_encrypted
+    from memwiki.git.credentials import key_is_encrypted
 
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
     locked = tmp_path / "locked"
@@ -386,8 +386,8 @@ def test_the_credentials_callback_never_loops(tmp_path):
     from pygit2.enums import CredentialType
 
     from memwiki.config import load
-    from memwiki.credentials import MAX_ATTEMPTS, Callbacks
     from memwiki.errors import StorageError
+    from memwiki.git.credentials import MAX_ATTEMPTS, Callbacks
 
     callbacks = Callbacks("https://example.invalid/w.git", load(environ={"HOME": str(tmp_path)}))
     with pytest.raises(StorageError, match="tried nothing"):

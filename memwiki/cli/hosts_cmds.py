@@ -33,7 +33,7 @@ app.add_typer(docs_app, name="docs")
 
 def check_host(host: str) -> str:
     """host if memwiki knows it, else a one-line InvalidInput."""
-    from ..hosts.base import host_module
+    from ..hosts.mining.base import host_module
 
     host_module(host)
     return host
@@ -51,7 +51,7 @@ def detect(
     as_json: bool = JSON,
 ) -> None:
     """Which agents are here, and whether memorization and retrieval work for each."""
-    from ..hosts.detect import detect_hosts
+    from ..hosts.integrate.detect import detect_hosts
 
     statuses = detect_hosts(config(), path)
     if as_json:
@@ -91,7 +91,7 @@ def install(
     as_json: bool = JSON,
 ) -> None:
     """Tell an agent to retrieve memory first (managed block; Claude Code: also a hook)."""
-    from ..hosts.inject import install as do_install
+    from ..hosts.integrate.inject import install as do_install
 
     result = do_install(check_host(host), config(), path, dry_run=dry_run)
     if as_json:
@@ -109,8 +109,8 @@ def uninstall(
     as_json: bool = JSON,
 ) -> None:
     """Remove exactly what install and schedule added (block, hook, crontab entry)."""
-    from ..hosts.inject import uninstall as do_uninstall
-    from ..hosts.schedule import HEADLESS, uninstall_schedule
+    from ..hosts.integrate.inject import uninstall as do_uninstall
+    from ..hosts.integrate.schedule import HEADLESS, uninstall_schedule
 
     cfg = config()
     result = do_uninstall(check_host(host), cfg, path)
@@ -132,7 +132,7 @@ def schedule(
 ) -> None:
     """Print, install or remove the hourly crontab entry of a host's bridging run."""
     from ..errors import InvalidInput
-    from ..hosts import schedule as sched
+    from ..hosts.integrate import schedule as sched
 
     if install_ and uninstall_:
         raise InvalidInput("--install and --uninstall exclude each other")
@@ -187,12 +187,12 @@ def hook_claude_code() -> None:
     import os
     import threading
 
-    from ..hosts.hook import WORKER_NAME
+    from ..hosts.integrate.prompt_hook import WORKER_NAME
 
     out = ""
     cfg = None
     try:
-        from ..hosts.hook import hook_log_path, run_claude_code_hook
+        from ..hosts.integrate.prompt_hook import hook_log_path, run_claude_code_hook
 
         stdin_text = sys.stdin.buffer.read().decode("utf-8", "replace")
         cfg = config()
@@ -215,7 +215,7 @@ def hook_claude_code() -> None:
         # interpreter's shutdown with exit 134.
         try:
             if cfg is not None and (cfg.wiki_path / ".git").exists():
-                from ..hosts.hook import start_background_reindex
+                from ..hosts.integrate.prompt_hook import start_background_reindex
 
                 start_background_reindex(cfg.wiki_path)
         except BaseException:  # failing open matters more than the background build
@@ -227,7 +227,7 @@ def hook_claude_code() -> None:
 @docs_app.command("install")
 def docs_install(host: str = HOST) -> None:
     """Print the install guide for one agent (the same text as docs/hosts.md)."""
-    from ..hosts.texts import install_guide
+    from ..hosts.integrate.texts import install_guide
 
     sys.stdout.write(install_guide(check_host(host)))
 
@@ -235,7 +235,7 @@ def docs_install(host: str = HOST) -> None:
 @docs_app.command("task")
 def docs_task(host: str = HOST) -> None:
     """Print the task prompt a scheduled headless agent follows."""
-    from ..hosts.texts import task_prompt
+    from ..hosts.integrate.texts import task_prompt
 
     sys.stdout.write(task_prompt(check_host(host)))
 
@@ -248,7 +248,7 @@ def bridge_prepare(
     as_json: bool = JSON,
 ) -> None:
     """Slice what is new in a host's sessions into one memorize run (exit 0 if nothing is new)."""
-    from ..hosts.bridge import bridge_prepare as do_prepare
+    from ..hosts.mining.bridge import bridge_prepare as do_prepare
 
     check_host(host)
     result = do_prepare(open_wiki(), host, config(), session_dir, max_sessions, wiki_option())
@@ -275,8 +275,8 @@ def bridge_prepare(
 def bridge_commit(host: str = HOST, as_json: bool = JSON) -> None:
     """Commit a host's pending run, then move its cursor forward (a failure keeps both)."""
     from .. import memorize
-    from ..hosts.bridge import bridge_commit as do_commit
-    from ..hosts.bridge import pending_run_id
+    from ..hosts.mining.bridge import bridge_commit as do_commit
+    from ..hosts.mining.bridge import pending_run_id
 
     check_host(host)
     wiki = open_wiki()

@@ -60,7 +60,7 @@ def report_hooks(setup, as_json: bool) -> None:
 @hooks_app.command("install")
 def hooks_install(as_json: bool = JSON) -> None:
     """Write .pre-commit-config.yaml if missing (committed) and run `pre-commit install`."""
-    from ..hooks import install
+    from ..git.precommit import install
 
     setup = install(open_wiki())
     if as_json:

@@ -38,7 +38,7 @@ def sync(
     as_json: bool = JSON,
 ) -> None:
     """Fetch, commit hand edits, merge (conflicts kept as copies), push."""
-    from .. import sync as syncmod
+    from ..git import sync as syncmod
 
     result = syncmod.sync(open_wiki(), config(), remote)
     if as_json:
@@ -60,7 +60,7 @@ def clone(
     as_json: bool = JSON,
 ) -> None:
     """Clone a wiki and make it the configured one (the first retrieve builds the index)."""
-    from .. import sync as syncmod
+    from ..git import sync as syncmod
 
     result = syncmod.clone(url, path, config())
     for w in result.warnings:
@@ -80,7 +80,7 @@ def remote_add(
     as_json: bool = JSON,
 ) -> None:
     """Set the remote the wiki syncs with (no network access)."""
-    from .. import sync as syncmod
+    from ..git import sync as syncmod
 
     info = syncmod.add_remote(open_wiki(), url, name)
     if as_json:
@@ -97,7 +97,7 @@ def remote_show(
     as_json: bool = JSON,
 ) -> None:
     """List remotes and how far the branch is ahead/behind as of the last sync."""
-    from .. import sync as syncmod
+    from ..git import sync as syncmod
 
     info = syncmod.remote_info(open_wiki(), name)
     if as_json:
@@ -127,7 +127,7 @@ def restore(
     as_json: bool = JSON,
 ) -> None:
     """Bring a RecallFile back as it was at a revision, as a new commit."""
-    from ..restore import restore as do_restore
+    from ..git.restore import restore as do_restore
 
     wiki = open_wiki()
     track, name = split_ref(ref)

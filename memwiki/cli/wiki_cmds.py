@@ -36,19 +36,19 @@ def init(
     from ..wiki import Wiki
 
     if remote is not None:
-        from ..sync import normalize_url
+        from ..git.sync import normalize_url
 
         normalize_url(remote)  # a bad URL is refused before anything is created
     target = path or (Path(state.wiki) if state.wiki else config().wiki_path)
     wiki, created = Wiki.init(target, force=force)
     remote_set = None
     if remote is not None:
-        from ..sync import add_remote
+        from ..git.sync import add_remote
 
         remote_set = add_remote(wiki, remote)
     setup = None
     if hooks:
-        from ..hooks import run_install
+        from ..git.precommit import run_install
 
         setup = run_install(wiki)
     if as_json:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import bm25
-from . import state as st
+from . import manifest as st
 from .chunker import Item, chunk
 
 MAX_FILE_BYTES = 1_000_000  # larger files are reported, not indexed: split them

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import pygit2
 
-from .. import gitstore
 from ..errors import StateError
-from . import merge, runstate, worktrees
+from ..git import merge
+from ..git import repo as gitstore
+from . import runstate, worktrees
 from .runstate import COMMITTED, COMMITTING, MERGING, PREPARED, WORKSPACE, RunState
 from .validate import Changes, RunInvalid, check, stage_changes, stamp, unstage
 

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from .. import recallfile as rfmod
 from ..errors import InvalidInput, StateError
 from ..fsutil import atomic_write_text
+from ..git.merge import current_branch_head
 from . import runstate, templates, transcripts, worktrees
-from .merge import current_branch_head
 from .runstate import PREPARED, PREPARING, WORKSPACE, RunState
 from .schema import MAX_PAYLOADS, Session, load_sessions
 from .scrub import scrub_text, scrub_value

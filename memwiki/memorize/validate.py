@@ -7,10 +7,10 @@ from pathlib import Path, PurePosixPath
 
 import pygit2
 
-from .. import gitstore
 from .. import recallfile as rfmod
 from ..errors import InvalidInput
 from ..fsutil import atomic_write_text
+from ..git import repo as gitstore
 from ..recallfile import Problem
 
 # The executor may write RecallFiles of these tracks only (a person may add others).

@@ -99,7 +99,7 @@ def main(runs: int = 7, files: int = 2000) -> dict:
 
     from memwiki.config import load
     from memwiki.embed import load_embedder
-    from memwiki.index import state as st
+    from memwiki.index import manifest as st
     from memwiki.index.indexer import Index
     from memwiki.index.vectors import embed_text_of
     from memwiki.wiki import Wiki

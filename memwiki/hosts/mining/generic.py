@@ -6,7 +6,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
+from ...config import Config
 from . import claude_code, codex, cursor, hermes, openclaw
 from .base import JsonlSource, SessionRef, newest_first, read_jsonl_lines, walk_jsonl
 from .records import ROLES, Verdict, parse_record

@@ -7,8 +7,8 @@ from collections.abc import Callable
 import pygit2
 from pygit2.enums import CheckoutStrategy
 
-from .. import gitstore
 from ..errors import StateError, StorageError
+from . import repo as gitstore
 from .conflicts import Conflict, resolve_conflicts
 
 # How far back `commit` looks for the merge of an already-merged run.

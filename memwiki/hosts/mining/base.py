@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
-from ..errors import InvalidInput
+from ...config import Config
+from ...errors import InvalidInput
 from .records import Verdict
 
 HOSTS = ("claude-code", "codex", "cursor", "openclaw", "hermes", "generic")

@@ -1,6 +1,6 @@
 """`memwiki bridge prepare/commit --host H`: a host's new session slices as one memorize run.
 
-The cursor lives in <wiki>/.memwiki/hosts/<host>/ (see state.py). prepare records the
+The cursor lives in <wiki>/.memwiki/hosts/<host>/ (see cursors.py). prepare records the
 bridging run's own session as claimed, slices what is new since the committed cursor,
 opens a memorize run for the memorizable slices and saves the advanced cursor as
 pending.json together with the run id. commit merges the run and only then promotes the
@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import memorize
-from ..config import Config
-from ..errors import InvalidInput, NotFound
-from ..lock import FileLock
-from ..memorize import runstate
-from ..memorize.schema import MAX_PAYLOADS, Session, validate_payload
+from ... import memorize
+from ...config import Config
+from ...errors import InvalidInput, NotFound
+from ...lock import FileLock
+from ...memorize import runstate
+from ...memorize.schema import MAX_PAYLOADS, Session, validate_payload
 from .base import SessionSlice, host_module
 from .collect import collect_new_sessions, self_session_ids, self_session_warning
-from .state import (
+from .cursors import (
     CURSOR_FILE,
     PENDING_FILE,
     RUN_KEY,
@@ -37,7 +37,7 @@ from .state import (
 )
 
 if TYPE_CHECKING:
-    from ..wiki import Wiki
+    from ...wiki import Wiki
 
 BRIDGE_COMMIT = "memwiki bridge commit --host {host} --json"
 OPEN_STATES = ("prepared", "edited")

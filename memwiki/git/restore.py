@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import pygit2
 
-from . import gitstore
-from .errors import InvalidInput, NotFound, StateError
-from .fsutil import atomic_write_bytes
+from ..errors import InvalidInput, NotFound, StateError
+from ..fsutil import atomic_write_bytes
+from . import repo as gitstore
 
 
 @dataclass

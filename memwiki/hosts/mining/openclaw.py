@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
+from ...config import Config
 from .base import JsonlSource, ReadResult, SessionRef, env_path, newest_first
 from .records import ROLES, TOOL_CALL_BLOCKS, Verdict, block_items, block_types, tool_result
 from .sqlite_ro import connect_ro, epoch_seconds, table_columns

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
+from ...config import Config
 from . import openclaw
 from .base import SCHEMA_VERSION, SessionRef, SessionSlice, TranscriptSource, get_source
 from .records import Verdict, parse_record

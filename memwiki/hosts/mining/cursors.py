@@ -18,9 +18,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
-from ..errors import StorageError
-from ..fsutil import atomic_write_text
+from ...config import Config
+from ...errors import StorageError
+from ...fsutil import atomic_write_text
 from .base import SessionSlice
 
 CURSOR_FILE = "cursor.json"

@@ -31,13 +31,13 @@ from urllib.parse import unquote, urlsplit
 import pygit2
 from pygit2.enums import CheckoutStrategy
 
-from . import gitstore
+from ..errors import MemwikiError, StateError, StorageError
+from ..fsutil import atomic_write_text
+from ..lock import FileLock
+from . import repo as gitstore
+from .conflicts import Conflict
 from .credentials import Callbacks, is_push_race, redact, transport
-from .errors import MemwikiError, StateError, StorageError
-from .fsutil import atomic_write_text
-from .lock import FileLock
-from .memorize.conflicts import Conflict
-from .memorize.merge import current_branch_head, make_merge_commit
+from .merge import current_branch_head, make_merge_commit
 from .remotes import (  # noqa: F401 (the devices API in one place)
     DEFAULT_REMOTE,
     add_remote,

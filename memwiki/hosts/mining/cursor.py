@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
+from ...config import Config
 from .base import JsonlSource, SessionRef, newest_first, walk_jsonl
 from .records import ROLES, Verdict, block_items, classify_blocks
 

@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
-from ..errors import InvalidInput, NotFound, StorageError
-from . import block, claude_code, claude_settings
-from .base import host_api
+from ...config import Config
+from ...errors import InvalidInput, NotFound, StorageError
+from ..mining import claude_code
+from ..mining.base import host_api
+from . import block, claude_settings
 from .textfile import delete_file, read_text, write_text
 from .texts import instruction_block
 

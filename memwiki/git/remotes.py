@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pygit2
 
-from . import gitstore
+from ..errors import InvalidInput, MemwikiError, NotFound, StateError
+from . import repo as gitstore
 from .credentials import Callbacks, redact, transport
-from .errors import InvalidInput, MemwikiError, NotFound, StateError
 
 DEFAULT_REMOTE = "origin"
 
@@ -161,8 +161,8 @@ def _choose_branch(repo: pygit2.Repository) -> None:
 
 def clone(url: str, path: Path | None, config) -> CloneResult:
     """Clone a wiki, complete its layout if needed, and make it the configured wiki."""
-    from .config import write_file_setting
-    from .wiki import Wiki
+    from ..config import write_file_setting
+    from ..wiki import Wiki
 
     url = normalize_url(url)
     target = Path(path).expanduser() if path is not None else config.wiki_path

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import InvalidInput
+from ...errors import InvalidInput
 from . import jsonspan as js
 
 HOOK_COMMAND = "memwiki hook claude-code"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from importlib.resources import files
 
-from ..errors import InvalidInput, NotFound
-from .base import HOSTS
+from ...errors import InvalidInput, NotFound
+from ..mining.base import HOSTS
 
 _PLACEHOLDER = re.compile(r"\{\{([A-Z_]+)\}\}")
 

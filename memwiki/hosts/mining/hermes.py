@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
+from ...config import Config
 from .base import ReadResult, SessionRef, TranscriptSource, env_path, newest_first
 from .records import (
     ROLES,

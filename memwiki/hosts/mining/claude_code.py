@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
+from ...config import Config
 from .base import JsonlSource, SessionRef, env_path, newest_first, walk_jsonl
 from .records import ROLES, Verdict, block_items, classify_blocks
 

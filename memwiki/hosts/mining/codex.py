@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
+from ...config import Config
 from .base import JsonlSource, SessionRef, env_path, newest_first, walk_jsonl
 from .records import ROLES, TEXT_BLOCKS, Verdict, message, parse_json_text, tool_call, tool_result
 

@@ -9,7 +9,7 @@ file, the one newline install put before it; a created file left empty is delete
 
 from __future__ import annotations
 
-from ..errors import InvalidInput
+from ...errors import InvalidInput
 
 BEGIN = "<!-- memwiki:begin -->"
 END = "<!-- memwiki:end -->"

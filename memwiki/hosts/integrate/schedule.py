@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
-from ..errors import InvalidInput, NotFound, StorageError
-from . import openclaw
-from .base import host_module
+from ...config import Config
+from ...errors import InvalidInput, NotFound, StorageError
+from ..mining import openclaw
+from ..mining.base import host_module
 from .textfile import delete_file, write_text
 from .texts import render, task_prompt, template
 

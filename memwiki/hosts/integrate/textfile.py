@@ -6,8 +6,8 @@ import os
 import stat
 from pathlib import Path
 
-from ..errors import InvalidInput, StorageError
-from ..fsutil import atomic_write_bytes
+from ...errors import InvalidInput, StorageError
+from ...fsutil import atomic_write_bytes
 
 NEW_FILE_MODE = 0o644
 

@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
-from . import claude_code, claude_settings, generic
-from .base import HOSTS, get_source, host_api
+from ...config import Config
+from ..mining import claude_code, generic
+from ..mining.base import HOSTS, get_source, host_api
+from ..mining.records import parse_record
+from . import claude_settings
 from .inject import installed
-from .records import parse_record
 from .textfile import read_text
 
 SAMPLE_STREAMS = 3

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..config import Config
-from ..errors import MemwikiError
+from ...config import Config
+from ...errors import MemwikiError
 
 EVENT = "UserPromptSubmit"
 # Larger additional context is cut to a preview by Claude Code (hosts.md §8: 10k chars arrived).

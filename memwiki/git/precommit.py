@@ -7,10 +7,10 @@ import subprocess
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .errors import StorageError
+from ..errors import StorageError
 
 if TYPE_CHECKING:
-    from .wiki import Wiki
+    from ..wiki import Wiki
 
 HOOK_IDS = ("memwiki-lint", "memwiki-reindex")
 GET_PRE_COMMIT = "pip install pre-commit"
@@ -48,7 +48,7 @@ def find_pre_commit() -> str | None:
 
 def run_install(wiki: Wiki, config_written: bool = False) -> HookSetup:
     """Run `pre-commit install` in the wiki; when pre-commit is missing, say how to get it."""
-    from .wiki import PRE_COMMIT_CONFIG
+    from ..wiki import PRE_COMMIT_CONFIG
 
     exe = find_pre_commit()
     setup = HookSetup(str(wiki.root), PRE_COMMIT_CONFIG, config_written, False, exe, "")
@@ -80,7 +80,7 @@ def run_install(wiki: Wiki, config_written: bool = False) -> HookSetup:
 
 def install(wiki: Wiki) -> HookSetup:
     """Complete the wiki's layout (its pre-commit config, committed) and run `pre-commit install`."""
-    from .wiki import PRE_COMMIT_CONFIG, Wiki
+    from ..wiki import PRE_COMMIT_CONFIG, Wiki
 
     had = (wiki.root / PRE_COMMIT_CONFIG).exists()
     # Wiki.init on an existing wiki writes and commits only the layout files that are

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import pygit2
 from pygit2.enums import CredentialType
 
-from .errors import MemwikiError, StorageError
+from ..errors import MemwikiError, StorageError
 
 KEY_FILES = ("id_ed25519", "id_ecdsa", "id_rsa")
 # libgit2 calls back after every rejection; a server that keeps asking must not loop us.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pygit2
 
-from .errors import StorageError
+from ..errors import StorageError
 
 FALLBACK_NAME = "memwiki"
 FALLBACK_EMAIL = "memwiki@localhost"
