@@ -50,17 +50,43 @@ def parse_retrieve(args: list[str]):
     p.add_argument("--mode", default="hybrid")
     p.add_argument("--json", dest="as_json", action="store_true")
     p.add_argument("--files", action="store_true")
+    p.add_argument("--deadline", type=int, default=None)
     return p.parse_args(args)
 
 
-def run_retrieve(wiki_path, query, k, track, budget, mode, as_json, files) -> None:
-    """Retrieve and print in the requested format (shared by both parsers)."""
+def run_retrieve(
+    wiki_path, query, k, track, budget, mode, as_json, files, deadline_ms=None
+) -> None:
+    """Retrieve and print in the requested format (shared by both parsers).
+
+    Vector work beyond a few files never blocks the answer: it is left to one
+    background reindex (docs/retrieval.md, "Progressive answers"). With deadline_ms the
+    answer is ready that many milliseconds after the process started, from BM25 alone
+    if the vectors are not.
+    """
     from ..config import load
+    from ..errors import InvalidInput
     from ..wiki import Wiki
 
+    deadline = None
+    if deadline_ms is not None:
+        if deadline_ms < 0:
+            raise InvalidInput("--deadline must be a number of milliseconds, 0 or more")
+        from . import process_started
+
+        deadline = process_started() + deadline_ms / 1000
     config = load({"wiki": wiki_path})
     wiki = Wiki.open(config.wiki_path)
-    result = wiki.retrieve(query, k=k, track=track, budget=budget, mode=mode, config=config)
+    result = wiki.retrieve(
+        query,
+        k=k,
+        track=track,
+        budget=budget,
+        mode=mode,
+        config=config,
+        deadline=deadline,
+        background=True,
+    )
     if as_json:
         import json
 
@@ -69,16 +95,65 @@ def run_retrieve(wiki_path, query, k, track, budget, mode, as_json, files) -> No
         sys.stdout.write("".join(f"{p}\n" for p in result.paths()))
     else:
         sys.stdout.write(result.to_markdown())
+    if deadline is not None:
+        _leave_if_vectors_still_running()
+
+
+def _leave_if_vectors_still_running() -> None:
+    """Exit now when the vector thread outlived the deadline: it may be inside onnxruntime,
+    whose native code can abort the interpreter's shutdown."""
+    import os
+    import threading
+
+    from ..index.progressive import VECTOR_THREAD
+
+    if any(t.name == VECTOR_THREAD and t.is_alive() for t in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+def try_hook(argv: list[str]) -> bool:
+    """Run `memwiki [--wiki W] hook claude-code` without Typer: the hook's budget counts from
+    the process start, and Typer's import alone would take a tenth of it."""
+    wiki, i = None, 0
+    while i < len(argv) and (
+        argv[i] in ("--wiki", "-w", "--debug") or argv[i].startswith("--wiki=")
+    ):
+        if argv[i] == "--debug":
+            i += 1
+        elif argv[i].startswith("--wiki="):
+            wiki, i = argv[i].split("=", 1)[1], i + 1
+        else:
+            wiki, i = (argv[i + 1] if i + 1 < len(argv) else None), i + 2
+    if argv[i:] != ["hook", "claude-code"]:
+        return False
+    from ..config import load
+    from ..hosts.integrate.prompt_hook import run_process
+    from . import process_started
+
+    run_process(lambda: load({"wiki": wiki}), process_started())
+    return True
 
 
 def try_fast(argv: list[str]) -> tuple[bool, bool]:
-    """Run retrieve without Typer when argv asks for it: (handled, debug)."""
+    """Run retrieve (or the prompt hook) without Typer when argv asks for it: (handled, debug)."""
+    if try_hook(argv):
+        return True, False
     parsed = split_globals(argv)
     if parsed is None:
         return False, False
     wiki, debug, rest = parsed
     opts = parse_retrieve(rest)
     run_retrieve(
-        wiki, opts.query, opts.k, opts.track, opts.budget, opts.mode, opts.as_json, opts.files
+        wiki,
+        opts.query,
+        opts.k,
+        opts.track,
+        opts.budget,
+        opts.mode,
+        opts.as_json,
+        opts.files,
+        opts.deadline,
     )
     return True, debug

@@ -161,67 +161,15 @@ def schedule(
         print(f"  {'wrote' if install_ else 'removed'} {f}")
 
 
-def _budget_s(cfg) -> float:
-    from ..config import SETTINGS
-
-    try:
-        return max(0.0, int(cfg.get("hook_budget_ms") or SETTINGS["hook_budget_ms"][1]) / 1000)
-    except ValueError:
-        return int(SETTINGS["hook_budget_ms"][1]) / 1000
-
-
-def _retrieve_for(cfg):
-    def retrieve(prompt: str) -> str:
-        from ..wiki import Wiki
-
-        wiki = Wiki.open(cfg.wiki_path)
-        result = wiki.retrieve(prompt, config=cfg, notify=lambda _msg: None)
-        return result.to_markdown() if result.results else ""
-
-    return retrieve
-
-
 @hook_app.command("claude-code")
 def hook_claude_code() -> None:
     """UserPromptSubmit hook: add relevant memory to the prompt (fails open, always exit 0)."""
-    import os
-    import threading
+    from ..hosts.integrate.prompt_hook import run_process
+    from . import process_started
 
-    from ..hosts.integrate.prompt_hook import WORKER_NAME
-
-    out = ""
-    cfg = None
-    try:
-        from ..hosts.integrate.prompt_hook import hook_log_path, run_claude_code_hook
-
-        stdin_text = sys.stdin.buffer.read().decode("utf-8", "replace")
-        cfg = config()
-        # Without a wiki there is no .memwiki/ to log into, and none is created for a log.
-        log = hook_log_path(cfg) if (cfg.wiki_path / ".git").exists() else None
-        _, out = run_claude_code_hook(stdin_text, cfg, _retrieve_for(cfg), _budget_s(cfg), log)
-    except BaseException:  # the prompt must reach the model whatever happens here
-        out = ""
-    try:
-        if out:
-            sys.stdout.write(out + "\n")
-        sys.stdout.flush()
-    except OSError:
-        # Nobody reads our answer any more; exiting now keeps Python's final flush of the
-        # broken pipe from turning exit 0 into 120.
-        os._exit(0)
-    if any(t.name == WORKER_NAME and t.is_alive() for t in threading.enumerate()):
-        # Past its budget: usually a first index build. Finish it in the background, then
-        # leave at once: a retrieval inside native code (onnxruntime) can abort the
-        # interpreter's shutdown with exit 134.
-        try:
-            if cfg is not None and (cfg.wiki_path / ".git").exists():
-                from ..hosts.integrate.prompt_hook import start_background_reindex
-
-                start_background_reindex(cfg.wiki_path)
-        except BaseException:  # failing open matters more than the background build
-            pass
-        sys.stderr.flush()
-        os._exit(0)
+    # Normally memwiki.cli.fast runs the hook without Typer (its budget counts from the
+    # process start); this path serves programmatic use of the Typer app.
+    run_process(config, process_started())
 
 
 @docs_app.command("install")

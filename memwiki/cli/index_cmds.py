@@ -20,6 +20,11 @@ def retrieve(
     mode: str = typer.Option("hybrid", "--mode", help="hybrid, bm25 or vector."),
     as_json: bool = JSON,
     files: bool = typer.Option(False, "--files", help="Print only the paths of the files found."),
+    deadline: int = typer.Option(
+        None,
+        "--deadline",
+        help="Answer within MS milliseconds of the process start: BM25 alone if vectors are late.",
+    ),
 ) -> None:
     """Find the memory and skills relevant to a query (markdown block for agents)."""
     from .app import state
@@ -27,7 +32,7 @@ def retrieve(
 
     # Normally memwiki.cli.fast parses retrieve without Typer; this path serves --help
     # and programmatic use of the Typer app.
-    run_retrieve(state.wiki, query, k, track, budget, mode, as_json, files)
+    run_retrieve(state.wiki, query, k, track, budget, mode, as_json, files, deadline)
 
 
 @app.command()
@@ -36,11 +41,19 @@ def reindex(
         False, "--full", help="Rebuild from scratch (vectors come from the cache)."
     ),
     as_json: bool = JSON,
+    background: bool = typer.Option(
+        False, "--background", hidden=True, help="The detached build a retrieve starts."
+    ),
 ) -> None:
     """Bring the sidecar index up to date (or rebuild it)."""
     from ..index.indexer import Index
 
     index = Index(open_wiki(), config())
+    if background:
+        from ..index.background import run
+
+        run(index, index.notify)
+        return
     report = index.update(full=full)
     data = {
         "full": report.full,

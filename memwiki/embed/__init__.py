@@ -62,13 +62,34 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(text).split())
 
 
+#: Providers the `embed` setting may name, besides "none". "hash" is the deterministic,
+#: model-free test embedder (memwiki/embed/hashing.py) that scale benchmarks use.
+PROVIDERS = ("onnx", "hash")
+
+
+def _provider(config: Config) -> str:
+    return (config.get("embed") or "onnx").strip().lower()
+
+
+def embedding_configured(config: Config) -> bool:
+    """True when the configuration names an embedder (cheap: nothing is loaded)."""
+    return _provider(config) in PROVIDERS
+
+
 def load_embedder(config: Config, stamp_dir: Path | None = None) -> tuple[Embedder | None, str]:
     """(embedder, description), or (None, why not): never raises, retrieval falls back to BM25."""
-    mode = (config.get("embed") or "onnx").strip().lower()
+    mode = _provider(config)
     if mode == "none":
         return None, "embedding disabled (embed = none): retrieval is BM25-only"
-    if mode != "onnx":
-        return None, f"unknown embed provider {mode!r} (use onnx or none): retrieval is BM25-only"
+    if mode not in PROVIDERS:
+        return None, (
+            f"unknown embed provider {mode!r} (use {', '.join(PROVIDERS)} or none): "
+            "retrieval is BM25-only"
+        )
+    if mode == "hash":
+        from .hashing import HashEmbedder
+
+        return HashEmbedder(), "hash test embedder (384 dims, no model)"
     if stamp_dir is None:
         stamp_dir = _default_stamp_dir(config)
 

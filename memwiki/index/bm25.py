@@ -131,26 +131,51 @@ def query_terms(text: str) -> list[str]:
     return list(seen)
 
 
+def open_searcher(directory: Path, generation: int | None = None):
+    """A Whoosh searcher on one committed generation, its files opened now.
+
+    A reader opens the generation its manifest names before any slow work: a writer's
+    next commit deletes older Whoosh files, and an open (mapped) file outlives that.
+    """
+    from whoosh.filedb.filestore import FileStorage
+    from whoosh.index import TOC, FileIndex
+    from whoosh.searching import Searcher
+
+    storage = FileStorage(str(directory), readonly=True)
+    toc = TOC.read(
+        storage, INDEX_NAME, gen=None if generation is None or generation < 0 else generation
+    )
+    reader = FileIndex._reader(storage, toc.schema, toc.segments, toc.generation)
+    return Searcher(reader)
+
+
 def search(
-    directory: Path, query: str, limit: int, track: str | None = None
+    directory: Path, query: str, limit: int, track: str | None = None, searcher=None
 ) -> list[tuple[str, float]]:
-    """Top items for the query as (item id, BM25F score): OR of every query term in every field."""
-    from whoosh import index
+    """Top items for the query as (item id, BM25F score): OR of every query term in every field.
+
+    With `searcher` (from open_searcher) the search uses it; otherwise it opens the
+    newest generation in directory.
+    """
     from whoosh.query import Or, Term
 
     terms = query_terms(query)
     if not terms:
         return []
-    ix = index.open_dir(str(directory), indexname=INDEX_NAME)
     q = Or([Term(field, t) for field in FIELD_BOOSTS for t in terms])
     # Preloading every match into an array and scoring in bulk is about twice as fast
     # as Whoosh's default binary tree of union matchers for OR queries like ours.
     q.matcher_type = Or.ARRAY_MATCHER
     filt = Term("track", track) if track else None
-    with ix.searcher() as searcher:
+    own = searcher is None
+    searcher = open_searcher(directory) if own else searcher
+    try:
         # Whoosh's block-quality skipping costs more than it saves on OR queries this size.
         hits = searcher.search(q, limit=limit, filter=filt, optimize=False)
         return [(hit["id"], float(hit.score)) for hit in hits]
+    finally:
+        if own:
+            searcher.close()
 
 
 def doc_ids(directory: Path) -> set[str]:

@@ -20,12 +20,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import StateError
 from . import bm25
 from . import manifest as st
 from .chunker import Item, chunk
 
 MAX_FILE_BYTES = 1_000_000  # larger files are reported, not indexed: split them
 READER_WAIT_S = 5.0  # how long a reader waits for a writer before using the older index
+ITEMS_PER_FILE_GUESS = 3  # for sizing a first build before any file is chunked
+OPEN_ATTEMPTS = 5  # a reader whose generation vanished before it opened it tries the newer one
+
+
+class IndexBusy(StateError):
+    """No index to read yet, and another process is building it (only with a deadline)."""
 
 
 def _stderr(message: str) -> None:
@@ -34,7 +41,12 @@ def _stderr(message: str) -> None:
 
 @dataclass
 class Snapshot:
-    """One consistent, complete index as a reader sees it."""
+    """One consistent, complete index as a reader sees it.
+
+    `open()` opens every file the state names before any slow work (model load, query
+    embedding): on Linux an open file outlives a writer's removal of its name, so a
+    reader never finds its generation gone half-way.
+    """
 
     root: Path
     directory: Path
@@ -44,23 +56,68 @@ class Snapshot:
     stale: bool = False
     updated_files: int = 0
     _matrix: object | None = field(default=None, repr=False)
+    _vectors_fh: object | None = field(default=None, repr=False)
+    _searcher: object | None = field(default=None, repr=False)
+    strict: bool = True  # a vanished file raises FileNotFoundError (the caller retries)
 
     @property
     def bm25_dir(self) -> Path:
         """The Whoosh directory of this snapshot."""
         return self.directory / self.state.bm25_dir
 
+    @property
+    def pending(self) -> int:
+        """Items with no vector yet (all of them when the index has no matrix)."""
+        if not self.state.vectors_file:
+            return len(self.state.rows)
+        return len(self.state.unembedded)
+
+    def open(self, bm25_files: bool = True, vector_file: bool = True) -> Snapshot:
+        """Open the Whoosh generation and the vector file now; FileNotFoundError if one is gone."""
+        if (
+            vector_file
+            and self.state.vectors_file
+            and self._matrix is None
+            and not self._vectors_fh
+        ):
+            try:
+                self._vectors_fh = open(self.directory / self.state.vectors_file, "rb")  # noqa: SIM115
+            except FileNotFoundError:
+                if self.strict:
+                    raise
+        if bm25_files and self._searcher is None and self.state.rows:
+            try:
+                self._searcher = bm25.open_searcher(self.bm25_dir, self.state.whoosh_generation)
+            except FileNotFoundError:
+                if self.strict:
+                    raise
+            except Exception:  # damaged: searcher() raises it again, and retrieve repairs
+                pass
+        return self
+
+    def searcher(self):
+        """The Whoosh searcher opened by open() (opened now if it was not)."""
+        if self._searcher is None:
+            self._searcher = bm25.open_searcher(self.bm25_dir, self.state.whoosh_generation)
+        return self._searcher
+
     def matrix(self):
-        """The item vector matrix (loaded on first use), or None without vectors."""
+        """The item vector matrix (memory-mapped on first use), or None without vectors."""
         if self._matrix is None and self.state.vectors_file:
             from .vectors import load_matrix
 
-            self._matrix = load_matrix(
-                self.directory / self.state.vectors_file,
-                len(self.state.rows),
-                self.state.embedder["dim"],
-            )
+            source = self._vectors_fh or (self.directory / self.state.vectors_file)
+            self._matrix = load_matrix(source, len(self.state.rows), self.state.embedder["dim"])
         return self._matrix
+
+    def close(self) -> None:
+        """Release the open files."""
+        if self._searcher is not None:
+            self._searcher.close()
+            self._searcher = None
+        if self._vectors_fh is not None:
+            self._vectors_fh.close()
+            self._vectors_fh = None
 
 
 @dataclass
@@ -165,30 +222,84 @@ class Index:
                 self._loaded = (signature, state)
         return state, self._check(state)
 
-    def snapshot(self, need_vectors: bool = True) -> Snapshot:
-        """A fresh, complete index: brought up to date first unless another writer holds it."""
+    def snapshot(
+        self,
+        need_vectors: bool = True,
+        inline_limit: int | None = None,
+        deadline: float | None = None,
+        status: dict | None = None,
+    ) -> Snapshot:
+        """A fresh, complete index, its files open: brought up to date first unless another writer holds it.
+
+        need_vectors: embed what has no vector yet. With inline_limit, that is done only
+        when about that many items or fewer need it; larger work is left (BM25 is brought
+        up to date alone) for a background reindex. deadline (time.monotonic()) bounds
+        how long a reader waits for another writer. status, when given, records what
+        this call is doing ("stage": "reading" or "updating"), for a caller that may
+        give up waiting.
+        """
+        status = status if status is not None else {}
+        for attempt in range(OPEN_ATTEMPTS):
+            try:
+                return self._snapshot_once(need_vectors, inline_limit, deadline, status)
+            except FileNotFoundError:
+                # A writer removed a generation between our reading state.pkl and opening
+                # its files: the state naming the newer files is already committed.
+                self._loaded = None
+                time.sleep(0.02 * (attempt + 1))
+        # Still missing: not a race but damage, which the search detects and repairs.
+        self._strict = False
+        try:
+            return self._snapshot_once(need_vectors, inline_limit, deadline, status)
+        finally:
+            self._strict = True
+
+    def _snapshot_once(self, need_vectors, inline_limit, deadline, status) -> Snapshot:
+        status["stage"] = "reading"
         state, problem = self._load()
+        embed = need_vectors
         if problem is None:
             changes, _ = st.scan(self.root, state)
-            if not changes and not (need_vectors and self._vectors_wanted(state)):
-                return self._snap(state)
+            if inline_limit is not None and embed:
+                embed = self._embed_estimate(state, changes) <= inline_limit
+            if not changes and not (embed and self._vectors_wanted(state)):
+                return self._snap(state).open(vector_file=need_vectors)
+        else:
+            status["needs_build"] = True
+            if inline_limit is not None and embed:
+                # A first build or a repair: a small wiki is embedded at once, a larger one
+                # gets BM25 now and its vectors from the background build.
+                embed = len(st.walk(self.root)) * ITEMS_PER_FILE_GUESS <= inline_limit
         lock = self.lock()
         if not lock.try_acquire():
-            waited = self._wait(lock, forever=problem is not None)
+            waited = self._wait(lock, forever=problem is not None, deadline=deadline)
             if not waited:
+                if problem is not None:
+                    status["needs_build"] = True
+                    raise IndexBusy("another process is building the index; try again shortly")
                 self.notify("another process is updating the index; results may be slightly behind")
-                return self._snap(state, stale=True)
+                return self._snap(state, stale=True).open(vector_file=need_vectors)
         try:
-            report = self._update_locked(need_vectors)
+            status["stage"] = "updating"
+            report = self._update_locked(embed)
             snap = self._snap(report.state, updated=len(report.indexed) + len(report.removed))
             snap._matrix = report.matrix
-            return snap
+            return snap.open(vector_file=need_vectors)
         finally:
+            status["stage"] = "reading"
             lock.release()
 
-    def _wait(self, lock, forever: bool) -> bool:
-        deadline = time.monotonic() + (lock.timeout if forever else READER_WAIT_S)
-        while time.monotonic() < deadline:
+    def _embed_estimate(self, state: st.State, changes: st.Changes) -> int:
+        """About how many items a vector-complete update would embed now."""
+        if not state.vectors_file:
+            return len(state.rows) + len(changes.changed) * 5
+        per_file = len(state.rows) / max(1, len(state.files))
+        return len(state.unembedded) + int(len(changes.changed) * per_file + 0.5)
+
+    def _wait(self, lock, forever: bool, deadline: float | None = None) -> bool:
+        until = time.monotonic() + (lock.timeout if forever else READER_WAIT_S)
+        until = min(until, deadline) if deadline is not None else until
+        while time.monotonic() < until:
             if lock.try_acquire():
                 return True
             time.sleep(0.05)
@@ -204,7 +315,14 @@ class Index:
         return emb is not None and state.embedder != self._model_key(emb)
 
     def _snap(self, state, stale=False, updated=0) -> Snapshot:
-        return Snapshot(self.root, self.directory, state, stale=stale, updated_files=updated)
+        return Snapshot(
+            self.root,
+            self.directory,
+            state,
+            stale=stale,
+            updated_files=updated,
+            strict=getattr(self, "_strict", True),
+        )
 
     # ------------------------------------------------------------ writing
 
@@ -337,7 +455,7 @@ class Index:
         from .vectors import fill_matrix  # numpy: not on the BM25-only path
 
         report.embedded, report.matrix = fill_matrix(
-            self.directory, self.root, old, new, added_rows, items, emb, key, keep
+            self.directory, self.root, old, new, added_rows, items, emb, key, keep, self.notify
         )
 
     def _cleanup(self, state: st.State) -> None:

@@ -67,19 +67,27 @@ def hook_output(context: str) -> str:
     return json.dumps(out, ensure_ascii=False)
 
 
+# Writing the answer and leaving the process take this long on a loaded machine; the
+# retrieval's own deadline leaves a little more for fusion, sections and JSON.
+EXIT_MARGIN_S = 0.06
+ANSWER_MARGIN_S = 0.15
+
+
 def run_claude_code_hook(
     stdin_text: str,
     config: Config,
     retrieve_fn: Callable[[str], str],
     budget_s: float,
     log_path: Path | None,
+    started: float | None = None,
 ) -> tuple[int, str]:
     """(exit code, stdout) for one UserPromptSubmit call; every failure is exit 0, no output.
 
+    The budget counts from `started` (the process start, when the caller knows it).
     retrieve_fn runs in a daemon thread: when the budget runs out the hook answers without
     it, and the caller should exit promptly (a daemon thread does not hold the process).
     """
-    started = time.monotonic()
+    started = time.monotonic() if started is None else started
     try:
         payload = json.loads(stdin_text)
     except (ValueError, TypeError):
@@ -101,7 +109,7 @@ def run_claude_code_hook(
 
     worker = threading.Thread(target=work, name=WORKER_NAME, daemon=True)
     worker.start()
-    worker.join(max(0.0, budget_s))
+    worker.join(max(0.0, started + budget_s - EXIT_MARGIN_S - time.monotonic()))
     if worker.is_alive():
         return _fail(log_path, f"timeout after {int(budget_s * 1000)} ms budget", started)
     if "error" in box:
@@ -114,22 +122,98 @@ def run_claude_code_hook(
     return 0, hook_output(clip(result))
 
 
-def start_background_reindex(wiki_root: Path) -> None:
-    """After a timed-out hook, build the index in a detached process so the next prompt has one.
+def progressive_retriever(config: Config, deadline: float, status: dict) -> Callable[[str], str]:
+    """retrieve_fn for the hook: BM25 at once, vectors if ready by deadline, the rest later."""
+
+    def retrieve(prompt: str) -> str:
+        from ...wiki import Wiki
+
+        wiki = Wiki.open(config.wiki_path)
+        result = wiki.retrieve(
+            prompt,
+            config=config,
+            notify=lambda _msg: None,
+            deadline=deadline,
+            background=True,
+            status=status,
+        )
+        return result.to_markdown() if result.results else ""
+
+    return retrieve
+
+
+def budget_s(config: Config) -> float:
+    """The hook's time budget in seconds (hook_budget_ms), from process start to answer."""
+    from ...config import SETTINGS
+
+    try:
+        return max(0.0, int(config.get("hook_budget_ms") or SETTINGS["hook_budget_ms"][1]) / 1000)
+    except ValueError:
+        return int(SETTINGS["hook_budget_ms"][1]) / 1000
+
+
+def run_process(load_config: Callable[[], Config], started: float) -> None:
+    """The whole `memwiki hook claude-code` process: read stdin, answer, leave at once.
+
+    Never raises and never returns a failure: the prompt must reach the model whatever
+    happens here. Exits with os._exit when the retrieval thread is still running.
+    """
+    import os
+    import sys
+
+    out = ""
+    cfg = None
+    status: dict = {}
+    try:
+        stdin_text = sys.stdin.buffer.read().decode("utf-8", "replace")
+        cfg = load_config()
+        budget = budget_s(cfg)
+        deadline = started + budget - ANSWER_MARGIN_S
+        # Without a wiki there is no .memwiki/ to log into, and none is created for a log.
+        log = hook_log_path(cfg) if (cfg.wiki_path / ".git").exists() else None
+        retrieve_fn = progressive_retriever(cfg, deadline, status)
+        _, out = run_claude_code_hook(stdin_text, cfg, retrieve_fn, budget, log, started)
+    except BaseException:
+        out = ""
+    try:
+        if out:
+            sys.stdout.write(out + "\n")
+        sys.stdout.flush()
+    except OSError:
+        # Nobody reads our answer any more; exiting now keeps Python's final flush of the
+        # broken pipe from turning exit 0 into 120.
+        os._exit(0)
+    if any(t.name == WORKER_NAME and t.is_alive() for t in threading.enumerate()):
+        # Past its budget even for BM25. Only when that was index work (a first build, a
+        # repair, many changed files) is it finished in the background; a retrieval that
+        # was merely slow on a busy machine leaves nothing to do. Then leave at once: a
+        # retrieval inside native code (onnxruntime) can abort the interpreter's shutdown.
+        try:
+            if cfg is not None and _index_work_left(cfg.wiki_path, status):
+                start_background_reindex(cfg.wiki_path)
+        except BaseException:  # failing open matters more than the background build
+            pass
+        sys.stderr.flush()
+        os._exit(0)
+    from ...index.progressive import VECTOR_THREAD
+
+    if any(t.name == VECTOR_THREAD and t.is_alive() for t in threading.enumerate()):
+        os._exit(0)
+
+
+def _index_work_left(wiki_root: Path, status: dict) -> bool:
+    """Whether the retrieval that ran out of time was doing index work (or had no index)."""
+    if status.get("needs_build") or status.get("stage") == "updating":
+        return True
+    return not (Path(wiki_root) / ".memwiki" / "index" / "state.pkl").exists()
+
+
+def start_background_reindex(wiki_root: Path) -> bool:
+    """Build the index in one detached, lock-guarded process, so that a later prompt has it.
 
     The hook itself must leave within its budget, and leaving kills its own build half-way;
     without this a wiki whose first build takes longer than the budget never gets an index.
-    The lock may still be held by this very hook's worker thread, so the new process
-    simply waits for it (index updates take the lock blocking); a second one started by a
-    concurrent hook finds nothing left to do.
     """
-    import subprocess
-    import sys
+    from ...index import background
 
-    subprocess.Popen(
-        [sys.executable, "-m", "memwiki", "--wiki", str(wiki_root), "reindex"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # outlives the hook and is not killed with it
-    )
+    return background.start(wiki_root, Path(wiki_root) / ".memwiki")
