@@ -60,7 +60,9 @@ def slug_from_url(url: str) -> str | None:
     if not url:
         return None
     url = url.split("?", 1)[0].split("#", 1)[0].rstrip("/")
-    if "://" not in url and re.match(r"^[^/]+:", url):
+    if "://" in url:
+        url = url.split("://", 1)[1].partition("/")[2]  # the path after the host
+    elif re.match(r"^[^/]+:", url):
         url = url.split(":", 1)[1]  # git@github.com:acme/ledger.git
     tail = url.rsplit("/", 1)[-1]
     if tail.endswith(".git") and tail != ".git":
@@ -109,7 +111,9 @@ def find_repository(directory: str | os.PathLike) -> Repository | None:
                 git_dir = _read_gitfile(dot_git)
                 if git_dir is not None and (git_dir / "HEAD").exists():
                     git_dir = Path(os.path.realpath(git_dir))
-                    return Repository(candidate, git_dir, Path(os.path.realpath(_common_dir(git_dir))))
+                    return Repository(
+                        candidate, git_dir, Path(os.path.realpath(_common_dir(git_dir)))
+                    )
         except OSError:
             continue
     return None

@@ -74,7 +74,7 @@ def test_memory_is_returned_as_additional_context(tmp_path):
 
 def test_empty_result_gives_no_output(tmp_path):
     cfg = make_config(tmp_path)
-    assert run_claude_code_hook(HOOK_INPUT, cfg, lambda p, cwd: "", 2.0, hook_log_path(cfg)) == (0, "")
+    assert run_claude_code_hook(HOOK_INPUT, cfg, lambda *_: "", 2.0, hook_log_path(cfg)) == (0, "")
     assert log_lines(cfg) == []
 
 
@@ -143,14 +143,17 @@ def test_bridging_run_gets_no_memory(tmp_path):
 
 def test_non_text_result_fails_open(tmp_path):
     cfg = make_config(tmp_path)
-    assert run_claude_code_hook(HOOK_INPUT, cfg, lambda p, cwd: None, 2.0, hook_log_path(cfg)) == (0, "")
+    assert run_claude_code_hook(HOOK_INPUT, cfg, lambda *_: None, 2.0, hook_log_path(cfg)) == (
+        0,
+        "",
+    )
     assert "NoneType" in log_lines(cfg)[0]
 
 
 def test_large_memory_is_cut_at_a_line_boundary(tmp_path):
     cfg = make_config(tmp_path)
     big = "".join(f"- line {i} of remembered detail\n" for i in range(2000))
-    code, out = run_claude_code_hook(HOOK_INPUT, cfg, lambda p, cwd: big, 2.0, hook_log_path(cfg))
+    code, out = run_claude_code_hook(HOOK_INPUT, cfg, lambda *_: big, 2.0, hook_log_path(cfg))
     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert len(context) <= MAX_CONTEXT_CHARS
     assert context.endswith("`memwiki retrieve` for the rest]")

@@ -21,7 +21,9 @@ def retrieve(
     as_json: bool = JSON,
     files: bool = typer.Option(False, "--files", help="Print only the paths of the files found."),
     project: str = typer.Option(
-        "auto", "--project", help="Prefer this project's files: auto (the current one), all, or a slug."
+        "auto",
+        "--project",
+        help="Prefer this project's files: auto (the current one), all, or a slug.",
     ),
 ) -> None:
     """Find the memory and skills relevant to a query (markdown block for agents)."""

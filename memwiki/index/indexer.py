@@ -275,7 +275,9 @@ class Index:
         files: dict[str, st.FileEntry] = {}
         projects: dict[str, tuple[str, ...]] = {}
         for rel in rels:
-            file_items, entry, projects[rel] = self._read_items(rel, hashes.get(rel), stats.get(rel))
+            file_items, entry, projects[rel] = self._read_items(
+                rel, hashes.get(rel), stats.get(rel)
+            )
             files[rel] = entry
             if entry.problem:
                 report.problems[rel] = entry.problem

@@ -119,9 +119,7 @@ def print_table(results: dict) -> None:
             n = row["n"]
             s1, s5 = (v / n for v in row["scoped"])
             u1, u5 = (v / n for v in row["unscoped"])
-            print(
-                f"  {mode:<7} {kind:<10} {n:>3}  {s1:>12.3f} {u1:>9.3f}  {s5:>12.3f} {u5:>9.3f}"
-            )
+            print(f"  {mode:<7} {kind:<10} {n:>3}  {s1:>12.3f} {u1:>9.3f}  {s5:>12.3f} {u5:>9.3f}")
 
 
 def main(argv: list[str] | None = None) -> None:
