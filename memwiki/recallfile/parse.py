@@ -144,6 +144,10 @@ def _validate_fields(data: dict, fm_text: str, stem: str, path: str) -> list[Pro
         value = data.get(key)
         if value is not None and not isinstance(value, str | dt.date | dt.datetime):
             add(key, f"'{key}' must be a timestamp like 2026-11-02T10:14:00Z")
+    from ..project import check_frontmatter  # `project:`/`projects:` (docs/guide.md, Projects)
+
+    for key, message in check_frontmatter(data):
+        add(key, message)
     return problems
 
 
