@@ -50,12 +50,23 @@ def parse_retrieve(args: list[str]):
     p.add_argument("--mode", default="hybrid")
     p.add_argument("--json", dest="as_json", action="store_true")
     p.add_argument("--files", action="store_true")
+    p.add_argument("--project", default="auto")
     p.add_argument("--deadline", type=int, default=None)
     return p.parse_args(args)
 
 
 def run_retrieve(
-    wiki_path, query, k, track, budget, mode, as_json, files, deadline_ms=None
+    wiki_path,
+    query,
+    k,
+    track,
+    budget,
+    mode,
+    as_json,
+    files,
+    project="auto",
+    cwd=None,
+    deadline_ms=None,
 ) -> None:
     """Retrieve and print in the requested format (shared by both parsers).
 
@@ -64,8 +75,11 @@ def run_retrieve(
     answer is ready that many milliseconds after the process started, from BM25 alone
     if the vectors are not.
     """
+    import os
+
     from ..config import load
     from ..errors import InvalidInput
+    from ..project import parse_map, scope
     from ..wiki import Wiki
 
     deadline = None
@@ -77,6 +91,7 @@ def run_retrieve(
         deadline = process_started() + deadline_ms / 1000
     config = load({"wiki": wiki_path})
     wiki = Wiki.open(config.wiki_path)
+    preferred = scope(project, cwd or os.getcwd(), parse_map(config.get("projects")), config.home)
     result = wiki.retrieve(
         query,
         k=k,
@@ -84,6 +99,7 @@ def run_retrieve(
         budget=budget,
         mode=mode,
         config=config,
+        project=preferred,
         deadline=deadline,
         background=True,
     )
@@ -154,6 +170,7 @@ def try_fast(argv: list[str]) -> tuple[bool, bool]:
         opts.mode,
         opts.as_json,
         opts.files,
-        opts.deadline,
+        opts.project,
+        deadline_ms=opts.deadline,
     )
     return True, debug

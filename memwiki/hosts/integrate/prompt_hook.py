@@ -76,7 +76,7 @@ ANSWER_MARGIN_S = 0.15
 def run_claude_code_hook(
     stdin_text: str,
     config: Config,
-    retrieve_fn: Callable[[str], str],
+    retrieve_fn: Callable[[str, str | None], str],
     budget_s: float,
     log_path: Path | None,
     started: float | None = None,
@@ -84,8 +84,9 @@ def run_claude_code_hook(
     """(exit code, stdout) for one UserPromptSubmit call; every failure is exit 0, no output.
 
     The budget counts from `started` (the process start, when the caller knows it).
-    retrieve_fn runs in a daemon thread: when the budget runs out the hook answers without
-    it, and the caller should exit promptly (a daemon thread does not hold the process).
+    retrieve_fn(prompt, cwd) gets the payload's `cwd` (None when absent), so the memory
+    follows the project the session works in. It runs in a daemon thread: when the budget
+    runs out the hook answers without it, and the caller should exit promptly (a daemon thread does not hold the process).
     """
     started = time.monotonic() if started is None else started
     try:
@@ -99,11 +100,12 @@ def run_claude_code_hook(
         return _fail(log_path, "malformed input: no prompt", started)
     if config.bridging_run:
         return 0, ""  # the scheduled memorize run works from its job files, not from memory
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
     box: dict[str, object] = {}
 
     def work() -> None:
         try:
-            box["result"] = retrieve_fn(prompt)
+            box["result"] = retrieve_fn(prompt, cwd or None)
         except BaseException as exc:  # fail open on anything the retrieval raises
             box["error"] = exc
 
@@ -122,16 +124,25 @@ def run_claude_code_hook(
     return 0, hook_output(clip(result))
 
 
-def progressive_retriever(config: Config, deadline: float, status: dict) -> Callable[[str], str]:
+def progressive_retriever(
+    config: Config, deadline: float, status: dict
+) -> Callable[[str, str | None], str]:
     """retrieve_fn for the hook: BM25 at once, vectors if ready by deadline, the rest later."""
 
-    def retrieve(prompt: str) -> str:
+    def retrieve(prompt: str, cwd: str | None = None) -> str:
+        import os
+
+        from ...project import parse_map, scope
         from ...wiki import Wiki
 
         wiki = Wiki.open(config.wiki_path)
+        # The payload's cwd is the session's project; the hook's own cwd is only a fallback.
+        home = config.home
+        project = scope("auto", cwd or os.getcwd(), parse_map(config.get("projects")), home)
         result = wiki.retrieve(
             prompt,
             config=config,
+            project=project,
             notify=lambda _msg: None,
             deadline=deadline,
             background=True,
