@@ -51,6 +51,16 @@ def start(wiki_root: Path, sidecar: Path) -> bool:
     return True
 
 
+def _complete(index) -> bool:
+    from . import manifest as st
+
+    state, problem = index._load()
+    if problem is not None:
+        return False
+    changes, _ = st.scan(index.root, state)
+    return not changes and not index._vectors_wanted(state)
+
+
 def run(index, notify) -> str:
     """The background build itself: BM25 first, then vectors embedded outside the writer lock.
 
@@ -64,6 +74,9 @@ def run(index, notify) -> str:
     if not lock.try_acquire():
         return "another background reindex is running"
     try:
+        if _complete(index):  # a build that ran meanwhile left nothing to do
+            notify("background reindex: the index is already complete")
+            return "complete"
         notify("background reindex: started")
         first = index.update(need_vectors=False)  # BM25 first: readers answer from it at once
         embedder = index.embedder()

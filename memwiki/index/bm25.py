@@ -29,8 +29,15 @@ EXTRA_STOP_WORDS = frozenset(
 )
 
 
+def _whoosh() -> None:
+    from .whoosh_light import import_whoosh
+
+    import_whoosh()
+
+
 def analyzer():
     """Tokenise, lower-case, drop stop words, stem: the same at index and at query time."""
+    _whoosh()
     from whoosh.analysis import STOP_WORDS, StemmingAnalyzer
 
     return StemmingAnalyzer(stoplist=STOP_WORDS | EXTRA_STOP_WORDS)
@@ -38,6 +45,7 @@ def analyzer():
 
 def schema():
     """The Whoosh schema of an item."""
+    _whoosh()
     from whoosh.fields import ID, TEXT, Schema
 
     ana = analyzer()
@@ -64,6 +72,7 @@ def _doc(item: Item) -> dict:
 
 def create(directory: Path, items: Iterable[Item]) -> int:
     """Build a new index in directory from scratch; returns its generation."""
+    _whoosh()
     from whoosh import index
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -90,6 +99,7 @@ def update(
     directory: Path, removed_paths: Iterable[str], added: Iterable[Item], optimize: bool
 ) -> int:
     """Delete the items of removed paths and add new items, in one Whoosh commit."""
+    _whoosh()
     from whoosh import index
 
     ix = index.open_dir(str(directory), indexname=INDEX_NAME)
@@ -137,6 +147,7 @@ def open_searcher(directory: Path, generation: int | None = None):
     A reader opens the generation its manifest names before any slow work: a writer's
     next commit deletes older Whoosh files, and an open (mapped) file outlives that.
     """
+    _whoosh()
     from whoosh.filedb.filestore import FileStorage
     from whoosh.index import TOC, FileIndex
     from whoosh.searching import Searcher
@@ -157,6 +168,7 @@ def search(
     With `searcher` (from open_searcher) the search uses it; otherwise it opens the
     newest generation in directory.
     """
+    _whoosh()
     from whoosh.query import Or, Term
 
     terms = query_terms(query)

@@ -22,6 +22,38 @@ INLINE_EMBED_LIMIT = 150
 #: Share of the time left that a reader with a deadline waits for another writer.
 WAIT_SHARE = 0.3
 VECTOR_THREAD = "memwiki-vectors"
+#: CPU seconds of a cold vector part (numpy, onnxruntime and tokenizers imported, the
+#: model session created, the query embedded): measured about 0.3 s on the 2-core
+#: development machine. Warm (the model loaded in this process) it is a few ms.
+VECTOR_COLD_CPU_S = 0.3
+VECTOR_WARM_CPU_S = 0.02
+
+
+class Clock:
+    """Wall and CPU time since a retrieve began: how much of a CPU this process gets now."""
+
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.monotonic(), time.process_time()
+
+    def share(self) -> float:
+        """CPU seconds per wall second so far (1.0 on an idle core, about 0.25 at load 8 on 2 cores)."""
+        wall = time.monotonic() - self.wall
+        if wall < 0.02:
+            return 1.0
+        return min(1.0, max(0.02, (time.process_time() - self.cpu) / wall))
+
+
+def vectors_fit(index, deadline: float | None, clock: Clock) -> bool:
+    """Whether the vector part can be expected to finish before the deadline.
+
+    On a starved machine a thread that cannot finish in time still costs: it holds the
+    interpreter lock in long native calls (a model session is created in one), and the
+    BM25 answer then misses the deadline too. So it is not started at all.
+    """
+    if deadline is None:
+        return True
+    cpu = VECTOR_WARM_CPU_S if index._embedder_loaded else VECTOR_COLD_CPU_S
+    return time.monotonic() + cpu / clock.share() < deadline
 
 
 def open_snapshot(index, mode: str, deadline: float | None, status: dict, notify):

@@ -199,6 +199,7 @@ def retrieve(
     if progressive:
         from . import progressive as prog
 
+        clock = prog.Clock()
         snap = prog.open_snapshot(index, mode, deadline, status, notify)
         used_mode = mode
     else:
@@ -224,7 +225,9 @@ def retrieve(
     job = None
     note = ""
     want_vectors = used_mode in ("hybrid", "vector") and bool(query.strip())
-    if progressive and want_vectors:
+    if progressive and want_vectors and not prog.vectors_fit(index, deadline, clock):
+        used_mode, note = "bm25", "BM25 only: vectors would not be ready within the deadline"
+    elif progressive and want_vectors:
         job = prog.VectorJob(
             index, snap, lambda sn, emb: _vector_hits(sn, emb, query, track, candidates), deadline
         )
