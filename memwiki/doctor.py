@@ -60,7 +60,7 @@ def _index(wiki, config):
     messages: list[str] = []
     index = Index(wiki, config, notify=messages.append)
     try:
-        before, problem = index._load()
+        before, problem = index.committed_state()
         changes, _ = st.scan(wiki.root, before) if before else (None, None)
         snap = index.snapshot(need_vectors=True)
     except Exception as exc:

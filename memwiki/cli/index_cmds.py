@@ -6,23 +6,24 @@ from pathlib import Path
 
 import typer
 
-from .app import app, config, emit_json, open_wiki
+from .argv import RETRIEVE
+from .context import config, open_wiki, state
+from .options import JSON
+from .output import emit_json
 
-JSON = typer.Option(False, "--json", help="Print JSON (schema in docs/reference.md).")
 
-
-@app.command()
 def retrieve(
     query: str = typer.Argument(..., help="What to look for, in plain words."),
-    k: int = typer.Option(5, "-k", help="At most K files."),
+    k: int = typer.Option(RETRIEVE.k, "-k", help="At most K files."),
     track: str = typer.Option(None, "--track", help="Only this track (memory, skill, ...)."),
-    budget: int = typer.Option(1500, "--budget", help="Token budget for all sections together."),
-    mode: str = typer.Option("hybrid", "--mode", help="hybrid, bm25 or vector."),
+    budget: int = typer.Option(
+        RETRIEVE.budget, "--budget", help="Token budget for all sections together."
+    ),
+    mode: str = typer.Option(RETRIEVE.mode, "--mode", help="hybrid, bm25 or vector."),
     as_json: bool = JSON,
     files: bool = typer.Option(False, "--files", help="Print only the paths of the files found."),
 ) -> None:
     """Find the memory and skills relevant to a query (markdown block for agents)."""
-    from .app import state
     from .fast import run_retrieve
 
     # Normally memwiki.cli.fast parses retrieve without Typer; this path serves --help
@@ -30,7 +31,6 @@ def retrieve(
     run_retrieve(state.wiki, query, k, track, budget, mode, as_json, files)
 
 
-@app.command()
 def reindex(
     full: bool = typer.Option(
         False, "--full", help="Rebuild from scratch (vectors come from the cache)."
@@ -58,7 +58,6 @@ def reindex(
         )
 
 
-@app.command()
 def doctor(as_json: bool = JSON) -> None:
     """Check the wiki, git, the index and the embedder, and run one live retrieval (exit 1 if broken)."""
     from ..doctor import run_checks
@@ -73,7 +72,6 @@ def doctor(as_json: bool = JSON) -> None:
         raise typer.Exit(1)
 
 
-@app.command("eval")
 def eval_(
     queries: Path = typer.Argument(
         ..., help='JSONL: {"query": ..., "relevant": ["memory/x.md"]} per line.'
