@@ -19,6 +19,8 @@ SETTINGS: dict[str, tuple[str, str | None]] = {
     "git_token": ("MEMWIKI_GIT_TOKEN", None),
     "bridging_run": ("MEMWIKI_BRIDGING_RUN", None),
     "hook_budget_ms": ("MEMWIKI_HOOK_BUDGET_MS", "1500"),
+    # `KEY=slug, ...`: a directory prefix or a remote URL mapped to a project (memwiki/project.py)
+    "projects": ("MEMWIKI_PROJECTS", None),
 }
 
 # Host variables memwiki reads but does not own (hosts.md): they live here so that the
@@ -100,6 +102,11 @@ class Config:
     def bridging_run(self) -> bool:
         """True when the scheduled bridging wrapper started this process."""
         return (self.get("bridging_run") or "") not in ("", "0", "false", "no")
+
+    @property
+    def projects(self) -> str | None:
+        """The `KEY=slug, ...` project map as written (memwiki.project.parse_map reads it)."""
+        return self.get("projects")
 
     @property
     def hook_budget_s(self) -> float:

@@ -26,7 +26,7 @@ def run_checks(config) -> list[Check]:
 
     checks: list[Check] = []
     try:
-        wiki = Wiki.open(config.wiki_path)
+        wiki = Wiki.open(config.wiki_path, config)
     except MemwikiError as exc:
         return [Check("wiki", False, exc.message)]
     checks.append(Check("wiki", True, f"{wiki.root} ({config.settings['wiki'].source})"))

@@ -426,15 +426,19 @@ class Wiki:
 
     def retrieve(
         self, query: str, *, k: int = 5, track: str | None = None, budget: int = 1500,
-        mode: str = "hybrid", notify: Callable[[str], None] | None = None,
+        mode: str = "hybrid", project: str | None = None,
+        notify: Callable[[str], None] | None = None,
     ) -> RetrievalResult:  # fmt: skip
-        """Hybrid retrieval (memwiki.index.search); defaults as memwiki.cli.argv.RETRIEVE."""
+        """Hybrid retrieval (memwiki.index.search); defaults as memwiki.cli.argv.RETRIEVE.
+
+        project: the project in scope (a slug; None: no preference), as project.scope gives it.
+        """
         from .index.indexer import print_to_stderr
         from .index.search import retrieve
 
         return retrieve(
             self, query, k=k, track=track, budget=budget, mode=mode, config=self.config,
-            notify=notify or print_to_stderr,
+            project=project, notify=notify or print_to_stderr,
         )  # fmt: skip
 
 

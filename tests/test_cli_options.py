@@ -67,7 +67,7 @@ def test_retrieve_defaults_are_defined_once():
     fast = parse_retrieve(["q"])
     typer_params = inspect.signature(retrieve).parameters
     library = inspect.signature(Wiki.retrieve).parameters
-    for name in ("k", "budget", "mode"):
+    for name in ("k", "budget", "mode"):  # project: the library takes the scoped slug
         expected = getattr(RETRIEVE, name)
         assert getattr(fast, name) == expected
         assert typer_params[name].default.default == expected

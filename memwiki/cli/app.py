@@ -12,7 +12,15 @@ from pathlib import Path
 
 import typer
 
-from . import hosts_cmds, index_cmds, links_cmds, memorize_cmds, sync_cmds, wiki_cmds
+from . import (
+    hosts_cmds,
+    index_cmds,
+    links_cmds,
+    memorize_cmds,
+    project_cmds,
+    sync_cmds,
+    wiki_cmds,
+)
 from .context import state
 from .options import DEBUG, WIKI
 
@@ -70,6 +78,7 @@ COMMANDS: list[Command] = [
     ("install", hosts_cmds.install),
     ("uninstall", hosts_cmds.uninstall),
     ("schedule", hosts_cmds.schedule),
+    ("project", project_cmds.project),
 ]
 
 # Command groups: (name, help, subcommands).
@@ -83,6 +92,7 @@ GROUPS: list[tuple[str, str, list[Command]]] = [
             ("commit", memorize_cmds.commit),
             ("discard", memorize_cmds.discard),
             ("status", memorize_cmds.status),
+            ("verify-resources", memorize_cmds.verify_resources),
         ],
     ),
     (

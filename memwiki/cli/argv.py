@@ -23,6 +23,7 @@ class RetrieveDefaults:
     k: int = 5
     budget: int = 1500
     mode: str = "hybrid"
+    project: str = "auto"
 
 
 RETRIEVE = RetrieveDefaults()

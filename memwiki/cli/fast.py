@@ -33,6 +33,7 @@ def parse_retrieve(args: list[str]) -> Namespace:
     p.add_argument("--mode", default=RETRIEVE.mode)
     p.add_argument(JSON_FLAG, dest="as_json", action="store_true")
     p.add_argument("--files", action="store_true")
+    p.add_argument("--project", default=RETRIEVE.project)
     return p.parse_args(args)
 
 
@@ -45,14 +46,20 @@ def run_retrieve(
     mode: str,
     as_json: bool,
     files: bool,
+    project: str = RETRIEVE.project,
+    cwd: str | None = None,
 ) -> None:
     """Retrieve and print in the requested format (shared by both parsers)."""
+    import os
+
     from ..config import load
+    from ..project import parse_map, scope
     from ..wiki import Wiki
 
     config = load({"wiki": wiki_path})
     wiki = Wiki.open(config.wiki_path, config)
-    result = wiki.retrieve(query, k=k, track=track, budget=budget, mode=mode)
+    preferred = scope(project, cwd or os.getcwd(), parse_map(config.projects), config.home)
+    result = wiki.retrieve(query, k=k, track=track, budget=budget, mode=mode, project=preferred)
     if as_json:
         from .output import emit_json
 
@@ -77,5 +84,6 @@ def try_fast(globals_: Globals) -> bool:
         opts.mode,
         opts.as_json,
         opts.files,
+        opts.project,
     )
     return True

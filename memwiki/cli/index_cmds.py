@@ -22,13 +22,18 @@ def retrieve(
     mode: str = typer.Option(RETRIEVE.mode, "--mode", help="hybrid, bm25 or vector."),
     as_json: bool = JSON,
     files: bool = typer.Option(False, "--files", help="Print only the paths of the files found."),
+    project: str = typer.Option(
+        RETRIEVE.project,
+        "--project",
+        help="Prefer this project's files: auto (the current one), all, or a slug.",
+    ),
 ) -> None:
     """Find the memory and skills relevant to a query (markdown block for agents)."""
     from .fast import run_retrieve
 
     # Normally memwiki.cli.fast parses retrieve without Typer; this path serves --help
     # and programmatic use of the Typer app.
-    run_retrieve(state.wiki, query, k, track, budget, mode, as_json, files)
+    run_retrieve(state.wiki, query, k, track, budget, mode, as_json, files, project)
 
 
 def reindex(
@@ -40,7 +45,8 @@ def reindex(
     """Bring the sidecar index up to date (or rebuild it)."""
     from ..index.indexer import Index
 
-    index = Index(open_wiki(), config())
+    wiki = open_wiki()
+    index = Index(wiki, wiki.config)
     report = index.update(full=full)
     data = {
         "full": report.full,
@@ -86,7 +92,8 @@ def eval_(
     from ..evaluate import evaluate, load_queries
 
     modes = [m.strip() for m in mode.split(",") if m.strip()]
-    reports = evaluate(open_wiki(), load_queries(queries), modes, k=k, config=config())
+    wiki = open_wiki()
+    reports = evaluate(wiki, load_queries(queries), modes, k=k, config=wiki.config)
     if as_json:
         emit_json({"k": k, "modes": [r.to_dict() for r in reports]})
         return

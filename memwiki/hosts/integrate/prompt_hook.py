@@ -70,13 +70,14 @@ def hook_output(context: str) -> str:
 def run_claude_code_hook(
     stdin_text: str,
     config: Config,
-    retrieve_fn: Callable[[str], str],
+    retrieve_fn: Callable[[str, str | None], str],
     budget_s: float,
     log_path: Path | None,
 ) -> tuple[int, str]:
     """(exit code, stdout) for one UserPromptSubmit call; every failure is exit 0, no output.
 
-    retrieve_fn runs in a daemon thread: when the budget runs out the hook answers without
+    retrieve_fn(prompt, cwd) gets the payload's `cwd` (None when absent), so the memory
+    follows the project the session works in. It runs in a daemon thread: when the budget runs out the hook answers without
     it, and the caller should exit promptly (a daemon thread does not hold the process).
     """
     started = time.monotonic()
@@ -91,11 +92,12 @@ def run_claude_code_hook(
         return _fail(log_path, "malformed input: no prompt", started)
     if config.bridging_run:
         return 0, ""  # the scheduled memorize run works from its job files, not from memory
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
     box: dict[str, object] = {}
 
     def work() -> None:
         try:
-            box["result"] = retrieve_fn(prompt)
+            box["result"] = retrieve_fn(prompt, cwd or None)
         except BaseException as exc:  # fail open on anything the retrieval raises
             box["error"] = exc
 
@@ -135,14 +137,19 @@ def start_background_reindex(wiki_root: Path) -> None:
     )
 
 
-def retrieve_for(config: Config) -> Callable[[str], str]:
+def retrieve_for(config: Config) -> Callable[[str, str | None], str]:
     """The hook's retrieval: the configured wiki's markdown block, or "" when nothing matched."""
 
-    def retrieve(prompt: str) -> str:
+    def retrieve(prompt: str, cwd: str | None = None) -> str:
+        import os
+
+        from ...project import parse_map, scope
         from ...wiki import Wiki
 
         wiki = Wiki.open(config.wiki_path, config)
-        result = wiki.retrieve(prompt, notify=lambda _msg: None)
+        # The payload's cwd is the session's project; the hook's own cwd is only a fallback.
+        project = scope("auto", cwd or os.getcwd(), parse_map(config.projects), config.home)
+        result = wiki.retrieve(prompt, notify=lambda _msg: None, project=project)
         return result.to_markdown() if result.results else ""
 
     return retrieve
