@@ -143,3 +143,82 @@ def test_codex_real_records_are_all_counted(tmp_path, codex_home):
         lines = [ln for ln in ref.path.read_text().splitlines() if ln.strip()]
         sl = read_slice(source, ref, None)
         assert counted(sl) == len(lines) and sl.counts["unrecognized"] == 0
+
+
+# Hermes ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def hermes_home(tmp_path):
+    import sqlite3
+
+    home = tmp_path / "home"
+    (home / ".hermes").mkdir(parents=True)
+    sql = (real("hermes") / ".hermes" / "state.sql").read_text()
+    with sqlite3.connect(home / ".hermes" / "state.db") as conn:
+        conn.executescript(sql)
+    return home
+
+
+def test_hermes_real_tool_output_is_unwrapped_not_raw_json(tmp_path, hermes_home):
+    cfg = config_for(tmp_path, hermes_home)
+    [sl] = [s for s in collect_new_sessions("hermes", cfg, {}) if s.memorizable]
+    assert user_messages(sl) == [USER_WORDS]
+    [result] = [it for it in sl.session["items"] if it["type"] == "tool_result"]
+    # Stored as '{"output": "...", "exit_code": 0, "error": null}': the output is the text.
+    assert result["content"].startswith("<!-- memwiki:") and MEMORY_MARK in result["content"]
+    assert result["is_error"] is False and result["name"] == "terminal"
+    assert counted(sl) == 4
+
+
+def test_hermes_failed_tool_output_is_an_error():
+    from memwiki.hosts.mining.hermes import unwrap_tool_output
+
+    text, failed = unwrap_tool_output('{"output": "", "exit_code": 127, "error": "not found"}')
+    assert failed is True and text == "[error] not found"
+    assert unwrap_tool_output("plain text") == ("plain text", None)
+    assert unwrap_tool_output('{"output": 3}') == ('{"output": 3}', None)
+
+
+def _compact(db: Path) -> None:
+    """What Hermes's in-place compaction does: old rows inactive, retained ones copied on."""
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE messages SET active = 0, compacted = 1")
+        conn.execute(
+            "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls,"
+            " tool_name, timestamp, active) SELECT session_id, role, content, tool_call_id,"
+            " tool_calls, tool_name, timestamp + 100, 1 FROM messages WHERE role = 'user'"
+        )
+        sid = conn.execute("SELECT session_id FROM messages LIMIT 1").fetchone()[0]
+        conn.execute(
+            "INSERT INTO messages (session_id, role, content, timestamp, active)"
+            " VALUES (?, 'user', 'and the production keys?', 1e10, 1)",
+            (sid,),
+        )
+
+
+def _assistant(sl) -> list[str]:
+    items = sl.session["items"]
+    return [it["content"] for it in items if it.get("role") == "assistant"]
+
+
+def test_hermes_compacted_before_the_first_read_every_message_once(tmp_path, hermes_home):
+    _compact(hermes_home / ".hermes" / "state.db")
+    cfg = config_for(tmp_path, hermes_home)
+    [sl] = [s for s in collect_new_sessions("hermes", cfg, {}) if s.memorizable]
+    assert user_messages(sl) == [USER_WORDS, "and the production keys?"]
+    assert _assistant(sl) == ["Use vault."]  # inactive, without a copy: kept, not lost
+    assert counted(sl) == 6  # 4 originals + 2 new rows, the original user row a duplicate
+    assert sl.counts["drop"] == 1
+
+
+def test_hermes_compacted_after_a_read_only_the_new_message(tmp_path, hermes_home):
+    cfg = config_for(tmp_path, hermes_home)
+    [first] = [s for s in collect_new_sessions("hermes", cfg, {}) if s.memorizable]
+    _compact(hermes_home / ".hermes" / "state.db")
+    state = {"streams": {first.key: first.cursor}}
+    [second] = [s for s in collect_new_sessions("hermes", cfg, state) if s.memorizable]
+    assert user_messages(second) == ["and the production keys?"]
+    assert _assistant(second) == []

@@ -61,9 +61,13 @@ def copy_tree(src: Path, dest: Path, home: Path, globs: tuple[str, ...]) -> list
 def copy_sqlite(src: Path, dest: Path, rewrite) -> None:
     """A checkpointed copy of a SQLite store with paths rewritten in its text and events."""
     dest.unlink(missing_ok=True)
-    with sqlite3.connect(f"file:{src}?mode=ro", uri=True) as s, sqlite3.connect(dest) as d:
-        s.backup(d)
-    with sqlite3.connect(dest) as conn:
+    s, d = sqlite3.connect(f"file:{src}?mode=ro", uri=True), sqlite3.connect(dest)
+    s.backup(d)
+    s.close()
+    d.close()
+    conn = sqlite3.connect(dest)
+    try:
+        conn.execute("PRAGMA journal_mode=DELETE")
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
         for table in tables:
             if table.startswith("sqlite_") or "_fts" in table:
@@ -96,6 +100,6 @@ def copy_sqlite(src: Path, dest: Path, rewrite) -> None:
                         (packed, rowid),
                     )
         conn.commit()
-    with sqlite3.connect(dest) as conn:
-        conn.execute("PRAGMA journal_mode=DELETE")
         conn.execute("VACUUM")
+    finally:
+        conn.close()

@@ -151,4 +151,38 @@ class Codex(Profile):
         return len(list((self.sb.home / ".codex" / "sessions").rglob("rollout-*.jsonl")))
 
 
-PROFILES = {p.host: p for p in (ClaudeCode, Codex)}
+HERMES_CONFIG = """model:
+  provider: custom
+  default: fake-model
+  base_url: {base_url}/v1
+  api_key: dummy
+"""
+
+
+class Hermes(Profile):
+    host = "hermes"
+    client_name = "hermes"
+    user_files = {".hermes/SOUL.md": "You are Hermes. Be precise.\n"}
+    store_globs = (".hermes/state.db",)
+
+    def setup(self) -> None:
+        config = self.sb.home / ".hermes" / "config.yaml"
+        config.write_text(HERMES_CONFIG.format(base_url=self.sb.base_url))
+
+    def env(self) -> dict[str, str]:
+        return self.sb.env(self.client.env_path, OPENAI_API_KEY="dummy")
+
+    def argv(self, prompt: str) -> list[str]:
+        return [*self.client.argv, "-z", prompt]
+
+    def sessions(self) -> int:
+        import sqlite3
+
+        db = self.sb.home / ".hermes" / "state.db"
+        if not db.exists():
+            return 0
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            return conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+
+
+PROFILES = {p.host: p for p in (ClaudeCode, Codex, Hermes)}

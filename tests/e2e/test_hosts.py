@@ -91,8 +91,16 @@ def _tool_outputs(body: dict) -> list[str]:
     return out
 
 
+MODEL_PATHS = ("/messages", "/responses", "/chat/completions")
+
+
 def _model_requests(sb: Sandbox, since: int) -> list[dict]:
-    return [r["body"] for r in sb.requests()[since:] if r["body"] and r["path"] != "/v1/models"]
+    """Logged model calls (not the clients' probes such as /models or /api/show)."""
+    return [
+        r["body"]
+        for r in sb.requests()[since:]
+        if r["body"] and r["path"].split("?")[0].endswith(MODEL_PATHS)
+    ]
 
 
 @pytest.mark.usefixtures("world")
@@ -159,7 +167,9 @@ class TestHost:
         assert run.rc == 0 and not run.timed_out, (run.out[-2000:], run.err[-2000:])
         outputs = [o for b in _model_requests(sb, mark) for o in _tool_outputs(b)]
         (sb.root / "schedule-tool-outputs.json").write_text(json.dumps(outputs, indent=1))
-        assert len([o for o in outputs if '\\"host\\"' in o or '"host"' in o]) >= 2, outputs
+        flat = [o.replace("\\", "") for o in outputs]
+        assert len([o for o in flat if '"host"' in o]) >= 2, outputs
+        assert any('"cursor_advanced": true' in o for o in flat), outputs
         assert not any("command not found" in o or "not found" in o for o in outputs), outputs
         assert p.sessions() == before + 1
         # The scheduled session is claimed: a prepare by hand never offers it.
