@@ -37,6 +37,7 @@ clean:
 .PHONY: e2e
 e2e: $(STAMP)
 	@start=$$(date +%s); \
-	MEMWIKI_E2E=1 LATEST=$(LATEST) MEMWIKI_E2E_HOSTS=$(HOSTS) $(BIN)/pytest -p no:cacheprovider -q -rA tests/e2e; \
+	MEMWIKI_E2E=1 LATEST=$(LATEST) MEMWIKI_E2E_HOSTS=$(HOSTS) $(BIN)/pytest -p no:cacheprovider -q -rA \
+	  --basetemp=$${TMPDIR:-/tmp}/memwiki-e2e-run tests/e2e; \
 	rc=$$?; cat $${MEMWIKI_E2E_REPORT:-/tmp/memwiki-e2e-report.txt}; \
 	echo "make e2e: $$(( $$(date +%s) - start )) s"; exit $$rc
