@@ -22,7 +22,7 @@ CUT_NOTE = "\n[memwiki: cut to fit; run `memwiki retrieve` for the rest]"
 
 def hook_log_path(config: Config) -> Path:
     """<wiki>/.memwiki/logs/hook.log."""
-    return config.wiki_path / ".memwiki" / "logs" / "hook.log"
+    return config.logs_dir / "hook.log"
 
 
 def _log(log_path: Path | None, reason: str, started: float) -> None:
