@@ -2,37 +2,20 @@
 
 Importing Typer (and the pydantic it brings) costs about 90 ms, a third of a BM25-only
 retrieval; this module parses the same options with argparse. `--help` still goes
-through Typer, so the documented interface stays in one place (index_cmds.retrieve),
-and tests check that both parsers agree.
+through Typer, so the documented interface stays in one place (index_cmds.retrieve).
+Both parsers take the global options from argv.scan_globals and the defaults from
+argv.RETRIEVE, and tests check that they agree.
 """
 
 from __future__ import annotations
 
 import sys
+from argparse import Namespace
 
-MODES = ("hybrid", "bm25", "vector")
-
-
-def split_globals(argv: list[str]) -> tuple[str | None, bool, list[str]] | None:
-    """(wiki, debug, rest) when argv is `[--wiki W] [--debug] retrieve ...`, else None."""
-    wiki, debug, i = None, False, 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg in ("--wiki", "-w") and i + 1 < len(argv):
-            wiki, i = argv[i + 1], i + 2
-        elif arg.startswith("--wiki="):
-            wiki, i = arg.split("=", 1)[1], i + 1
-        elif arg == "--debug":
-            debug, i = True, i + 1
-        else:
-            break
-    rest = argv[i:]
-    if not rest or rest[0] != "retrieve" or any(a in ("-h", "--help") for a in rest):
-        return None
-    return wiki, debug, rest[1:]
+from .argv import JSON_FLAG, RETRIEVE, Globals
 
 
-def parse_retrieve(args: list[str]):
+def parse_retrieve(args: list[str]) -> Namespace:
     """The options of `memwiki retrieve`, as index_cmds.retrieve defines them."""
     import argparse
 
@@ -44,29 +27,29 @@ def parse_retrieve(args: list[str]):
 
     p = Parser(prog="memwiki retrieve", add_help=False)
     p.add_argument("query")
-    p.add_argument("-k", type=int, default=5)
+    p.add_argument("-k", type=int, default=RETRIEVE.k)
     p.add_argument("--track")
-    p.add_argument("--budget", type=int, default=1500)
-    p.add_argument("--mode", default="hybrid")
-    p.add_argument("--json", dest="as_json", action="store_true")
+    p.add_argument("--budget", type=int, default=RETRIEVE.budget)
+    p.add_argument("--mode", default=RETRIEVE.mode)
+    p.add_argument(JSON_FLAG, dest="as_json", action="store_true")
     p.add_argument("--files", action="store_true")
-    p.add_argument("--project", default="auto")
+    p.add_argument("--project", default=RETRIEVE.project)
     p.add_argument("--deadline", type=int, default=None)
     return p.parse_args(args)
 
 
 def run_retrieve(
-    wiki_path,
-    query,
-    k,
-    track,
-    budget,
-    mode,
-    as_json,
-    files,
-    project="auto",
-    cwd=None,
-    deadline_ms=None,
+    wiki_path: str | None,
+    query: str,
+    k: int,
+    track: str | None,
+    budget: int,
+    mode: str,
+    as_json: bool,
+    files: bool,
+    project: str = RETRIEVE.project,
+    cwd: str | None = None,
+    deadline_ms: int | None = None,
 ) -> None:
     """Retrieve and print in the requested format (shared by both parsers).
 
@@ -90,23 +73,22 @@ def run_retrieve(
 
         deadline = process_started() + deadline_ms / 1000
     config = load({"wiki": wiki_path})
-    wiki = Wiki.open(config.wiki_path)
-    preferred = scope(project, cwd or os.getcwd(), parse_map(config.get("projects")), config.home)
+    wiki = Wiki.open(config.wiki_path, config)
+    preferred = scope(project, cwd or os.getcwd(), parse_map(config.projects), config.home)
     result = wiki.retrieve(
         query,
         k=k,
         track=track,
         budget=budget,
         mode=mode,
-        config=config,
         project=preferred,
         deadline=deadline,
         background=True,
     )
     if as_json:
-        import json
+        from .output import emit_json
 
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        emit_json(result.to_dict())
     elif files:
         sys.stdout.write("".join(f"{p}\n" for p in result.paths()))
     else:
@@ -129,40 +111,22 @@ def _leave_if_vectors_still_running() -> None:
         os._exit(0)
 
 
-def try_hook(argv: list[str]) -> bool:
-    """Run `memwiki [--wiki W] hook claude-code` without Typer: the hook's budget counts from
-    the process start, and Typer's import alone would take a tenth of it."""
-    wiki, i = None, 0
-    while i < len(argv) and (
-        argv[i] in ("--wiki", "-w", "--debug") or argv[i].startswith("--wiki=")
-    ):
-        if argv[i] == "--debug":
-            i += 1
-        elif argv[i].startswith("--wiki="):
-            wiki, i = argv[i].split("=", 1)[1], i + 1
-        else:
-            wiki, i = (argv[i + 1] if i + 1 < len(argv) else None), i + 2
-    if argv[i:] != ["hook", "claude-code"]:
+def try_fast(globals_: Globals) -> bool:
+    """Run retrieve (or the prompt hook) without Typer when the command line asks; True when it did."""
+    if globals_.rest == ["hook", "claude-code"]:
+        # The hook's budget counts from the process start; Typer's import alone would
+        # take a tenth of it on a busy machine.
+        from ..config import load
+        from ..hosts.integrate.prompt_hook import run_hook_process
+        from . import process_started
+
+        run_hook_process(lambda: load({"wiki": globals_.wiki}), process_started())
+        return True
+    if globals_.command != "retrieve" or globals_.wants_help:
         return False
-    from ..config import load
-    from ..hosts.integrate.prompt_hook import run_process
-    from . import process_started
-
-    run_process(lambda: load({"wiki": wiki}), process_started())
-    return True
-
-
-def try_fast(argv: list[str]) -> tuple[bool, bool]:
-    """Run retrieve (or the prompt hook) without Typer when argv asks for it: (handled, debug)."""
-    if try_hook(argv):
-        return True, False
-    parsed = split_globals(argv)
-    if parsed is None:
-        return False, False
-    wiki, debug, rest = parsed
-    opts = parse_retrieve(rest)
+    opts = parse_retrieve(globals_.rest[1:])
     run_retrieve(
-        wiki,
+        globals_.wiki,
         opts.query,
         opts.k,
         opts.track,
@@ -173,4 +137,4 @@ def try_fast(argv: list[str]) -> tuple[bool, bool]:
         opts.project,
         deadline_ms=opts.deadline,
     )
-    return True, debug
+    return True

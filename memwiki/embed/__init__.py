@@ -53,7 +53,7 @@ def tokenizer_path() -> Path:
 def _default_stamp_dir(config: Config) -> Path | None:
     # The sidecar directory is git-ignored cache; outside a wiki we would rather hash
     # every time than create directories where nobody asked for them.
-    sidecar = config.wiki_path / ".memwiki"
+    sidecar = config.sidecar_path
     return sidecar if sidecar.is_dir() else None
 
 
@@ -67,18 +67,14 @@ def _one_line(exc: BaseException) -> str:
 PROVIDERS = ("onnx", "hash")
 
 
-def _provider(config: Config) -> str:
-    return (config.get("embed") or "onnx").strip().lower()
-
-
 def embedding_configured(config: Config) -> bool:
     """True when the configuration names an embedder (cheap: nothing is loaded)."""
-    return _provider(config) in PROVIDERS
+    return config.embed in PROVIDERS
 
 
 def load_embedder(config: Config, stamp_dir: Path | None = None) -> tuple[Embedder | None, str]:
     """(embedder, description), or (None, why not): never raises, retrieval falls back to BM25."""
-    mode = _provider(config)
+    mode = config.embed
     if mode == "none":
         return None, "embedding disabled (embed = none): retrieval is BM25-only"
     if mode not in PROVIDERS:
@@ -93,9 +89,8 @@ def load_embedder(config: Config, stamp_dir: Path | None = None) -> tuple[Embedd
     if stamp_dir is None:
         stamp_dir = _default_stamp_dir(config)
 
-    custom = config.get("embed_model_dir")
-    if custom:
-        directory = Path(custom).expanduser()
+    directory = config.embed_model_dir
+    if directory is not None:
         if not directory.is_dir():
             return None, f"embed_model_dir {directory} is not a directory"
         for needed in ("model.onnx", "tokenizer.json"):

@@ -54,11 +54,11 @@ def start(wiki_root: Path, sidecar: Path) -> bool:
 def _complete(index) -> bool:
     from . import manifest as st
 
-    state, problem = index._load()
+    state, problem = index.committed_state()
     if problem is not None:
         return False
     changes, _ = st.scan(index.root, state)
-    return not changes and not index._vectors_wanted(state)
+    return not changes and not index.vectors_wanted(state)
 
 
 def run(index, notify) -> str:
@@ -89,7 +89,7 @@ def run(index, notify) -> str:
                 index.root,
                 first.state,
                 embedder,
-                index._model_key(embedder),
+                index.model_key(embedder),
                 notify,
             )
         report = index.update()  # under the lock: vectors come from the cache, quickly

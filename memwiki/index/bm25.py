@@ -149,15 +149,22 @@ def open_searcher(directory: Path, generation: int | None = None):
     """
     _whoosh()
     from whoosh.filedb.filestore import FileStorage
-    from whoosh.index import TOC, FileIndex
+    from whoosh.index import TOC
+    from whoosh.reading import EmptyReader, MultiReader, SegmentReader
     from whoosh.searching import Searcher
 
     storage = FileStorage(str(directory), readonly=True)
     toc = TOC.read(
         storage, INDEX_NAME, gen=None if generation is None or generation < 0 else generation
     )
-    reader = FileIndex._reader(storage, toc.schema, toc.segments, toc.generation)
-    return Searcher(reader)
+    readers = [
+        SegmentReader(storage, toc.schema, seg, generation=toc.generation) for seg in toc.segments
+    ]
+    if not readers:
+        return Searcher(EmptyReader(toc.schema))
+    if len(readers) == 1:
+        return Searcher(readers[0])
+    return Searcher(MultiReader(readers, generation=toc.generation))
 
 
 def search(

@@ -24,6 +24,7 @@ from ..errors import StateError
 from . import bm25
 from . import manifest as st
 from .chunker import Item, chunk
+from .snapshot import Snapshot
 
 READER_WAIT_S = 5.0  # how long a reader waits for a writer before using the older index
 ITEMS_PER_FILE_GUESS = 3  # for sizing a first build before any file is chunked
@@ -34,89 +35,9 @@ class IndexBusy(StateError):
     """No index to read yet, and another process is building it (only with a deadline)."""
 
 
-def _stderr(message: str) -> None:
+def print_to_stderr(message: str) -> None:
+    """Progress and warnings of index work: one `memwiki: ` line on stderr."""
     print(f"memwiki: {message}", file=sys.stderr)
-
-
-@dataclass
-class Snapshot:
-    """One consistent, complete index as a reader sees it.
-
-    `open()` opens every file the state names before any slow work (model load, query
-    embedding): on Linux an open file outlives a writer's removal of its name, so a
-    reader never finds its generation gone half-way.
-    """
-
-    root: Path
-    directory: Path
-    state: st.State
-    embedder: object | None = None
-    embedder_note: str = ""
-    stale: bool = False
-    updated_files: int = 0
-    _matrix: object | None = field(default=None, repr=False)
-    _vectors_fh: object | None = field(default=None, repr=False)
-    _searcher: object | None = field(default=None, repr=False)
-    strict: bool = True  # a vanished file raises FileNotFoundError (the caller retries)
-
-    @property
-    def bm25_dir(self) -> Path:
-        """The Whoosh directory of this snapshot."""
-        return self.directory / self.state.bm25_dir
-
-    @property
-    def pending(self) -> int:
-        """Items with no vector yet (all of them when the index has no matrix)."""
-        if not self.state.vectors_file:
-            return len(self.state.rows)
-        return len(self.state.unembedded)
-
-    def open(self, bm25_files: bool = True, vector_file: bool = True) -> Snapshot:
-        """Open the Whoosh generation and the vector file now; FileNotFoundError if one is gone."""
-        if (
-            vector_file
-            and self.state.vectors_file
-            and self._matrix is None
-            and not self._vectors_fh
-        ):
-            try:
-                self._vectors_fh = open(self.directory / self.state.vectors_file, "rb")  # noqa: SIM115
-            except FileNotFoundError:
-                if self.strict:
-                    raise
-        if bm25_files and self._searcher is None and self.state.rows:
-            try:
-                self._searcher = bm25.open_searcher(self.bm25_dir, self.state.whoosh_generation)
-            except FileNotFoundError:
-                if self.strict:
-                    raise
-            except Exception:  # damaged: searcher() raises it again, and retrieve repairs
-                pass
-        return self
-
-    def searcher(self):
-        """The Whoosh searcher opened by open() (opened now if it was not)."""
-        if self._searcher is None:
-            self._searcher = bm25.open_searcher(self.bm25_dir, self.state.whoosh_generation)
-        return self._searcher
-
-    def matrix(self):
-        """The item vector matrix (memory-mapped on first use), or None without vectors."""
-        if self._matrix is None and self.state.vectors_file:
-            from .vectors import load_matrix
-
-            source = self._vectors_fh or (self.directory / self.state.vectors_file)
-            self._matrix = load_matrix(source, len(self.state.rows), self.state.embedder["dim"])
-        return self._matrix
-
-    def close(self) -> None:
-        """Release the open files."""
-        if self._searcher is not None:
-            self._searcher.close()
-            self._searcher = None
-        if self._vectors_fh is not None:
-            self._vectors_fh.close()
-            self._vectors_fh = None
 
 
 @dataclass
@@ -135,11 +56,12 @@ class UpdateReport:
 class Index:
     """The sidecar index of one wiki."""
 
-    def __init__(self, wiki, config=None, notify: Callable[[str], None] = _stderr):
+    def __init__(self, wiki, config=None, notify: Callable[[str], None] = print_to_stderr):
         self.wiki = wiki
         self.root: Path = wiki.root
         self.directory: Path = wiki.sidecar / "index"
-        self.config = config
+        # The config travels with the wiki; an explicit one (tests, eval) takes precedence.
+        self.config = config if config is not None else wiki.config
         self.notify = notify
         self._embedder_loaded = False
         self._embedder = None
@@ -151,14 +73,11 @@ class Index:
     def embedder(self):
         """The configured embedder (loaded once), or None with a reason in embedder_note."""
         if not self._embedder_loaded:
-            from ..config import load
             from ..embed import load_embedder
 
             sidecar = self.wiki.sidecar
             sidecar.mkdir(parents=True, exist_ok=True)
-            self._embedder, self._embedder_note = load_embedder(
-                self.config or load(), stamp_dir=sidecar
-            )
+            self._embedder, self._embedder_note = load_embedder(self.config, stamp_dir=sidecar)
             self._embedder_loaded = True
         return self._embedder
 
@@ -166,6 +85,19 @@ class Index:
     def embedder_note(self) -> str:
         """Why there is no embedder, or what it is."""
         return self._embedder_note
+
+    @property
+    def embedder_loaded(self) -> bool:
+        """True once embedder() has run in this process (the model is then warm)."""
+        return self._embedder_loaded
+
+    def model_key(self, embedder) -> dict:
+        """The {provider, model, dim} vectors of this embedder carry."""
+        return self._model_key(embedder)
+
+    def vectors_wanted(self, state: st.State) -> bool:
+        """True when a vector search on state would need embedding work first."""
+        return self._vectors_wanted(state)
 
     def _model_key(self, embedder) -> dict:
         return {"provider": embedder.provider, "model": embedder.model, "dim": int(embedder.dim)}
@@ -181,7 +113,7 @@ class Index:
         """The one-writer lock of the index."""
         from ..lock import FileLock
 
-        return FileLock(self.root / ".memwiki" / "index.lock", timeout=600)
+        return FileLock(self.wiki.sidecar / "index.lock", timeout=600)
 
     def _check(self, state: st.State | None) -> str | None:
         """Why this state cannot be used as it is, or None."""
@@ -220,6 +152,10 @@ class Index:
             if state is not None:
                 self._loaded = (signature, state)
         return state, self._check(state)
+
+    def committed_state(self) -> tuple[st.State | None, str | None]:
+        """The committed state and why it cannot be used (or None), without updating it."""
+        return self._load()
 
     def snapshot(
         self,

@@ -52,7 +52,7 @@ def vectors_fit(index, deadline: float | None, clock: Clock) -> bool:
     """
     if deadline is None:
         return True
-    cpu = VECTOR_WARM_CPU_S if index._embedder_loaded else VECTOR_COLD_CPU_S
+    cpu = VECTOR_WARM_CPU_S if index.embedder_loaded else VECTOR_COLD_CPU_S
     return time.monotonic() + cpu / clock.share() < deadline
 
 
@@ -93,7 +93,7 @@ class VectorJob:
             if state.vectors_file is None:
                 self.reason = "BM25 only: vectors are being built"
                 return
-            if state.embedder != self.index._model_key(embedder):
+            if state.embedder != self.index.model_key(embedder):
                 self.model_mismatch = True
                 self.reason = "BM25 only: vectors are being rebuilt for another model"
                 return

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import bm25
-from .indexer import Index, Snapshot, _stderr
+from .indexer import Index, Snapshot, print_to_stderr
 
 MODES = ("hybrid", "bm25", "vector")
 CANDIDATES = 100  # items taken from each list before fusion
@@ -165,7 +165,7 @@ def retrieve(
     budget: int = 1500,
     mode: str = "hybrid",
     config=None,
-    notify: Callable[[str], None] = _stderr,
+    notify: Callable[[str], None] = print_to_stderr,
     candidates: int = CANDIDATES,
     index: Index | None = None,
     fusion: str = "score",
@@ -258,7 +258,7 @@ def retrieve(
     if scope:
         facts["project_named"] = scope
     if progressive:
-        facts.update(_progress_facts(snap, job, mode, config, background, index))
+        facts.update(_progress_facts(snap, job, mode, index.config, background, index))
         if note:
             facts["note"] = note
     elif used_mode != mode:

@@ -15,14 +15,14 @@ from ...errors import MemwikiError
 EVENT = "UserPromptSubmit"
 # Larger additional context is cut to a preview by Claude Code (hosts.md §8: 10k chars arrived).
 MAX_CONTEXT_CHARS = 9500
-# The retrieval thread's name, so the CLI can tell that one outlived its budget.
+# The retrieval thread's name, so run_hook_process can tell that one outlived its budget.
 WORKER_NAME = "memwiki-hook-retrieve"
 CUT_NOTE = "\n[memwiki: cut to fit; run `memwiki retrieve` for the rest]"
 
 
 def hook_log_path(config: Config) -> Path:
     """<wiki>/.memwiki/logs/hook.log."""
-    return config.wiki_path / ".memwiki" / "logs" / "hook.log"
+    return config.logs_dir / "hook.log"
 
 
 def _log(log_path: Path | None, reason: str, started: float) -> None:
@@ -86,7 +86,8 @@ def run_claude_code_hook(
     The budget counts from `started` (the process start, when the caller knows it).
     retrieve_fn(prompt, cwd) gets the payload's `cwd` (None when absent), so the memory
     follows the project the session works in. It runs in a daemon thread: when the budget
-    runs out the hook answers without it, and the caller should exit promptly (a daemon thread does not hold the process).
+    runs out the hook answers without it, and the caller should exit promptly (a daemon
+    thread does not hold the process).
     """
     started = time.monotonic() if started is None else started
     try:
@@ -124,94 +125,6 @@ def run_claude_code_hook(
     return 0, hook_output(clip(result))
 
 
-def progressive_retriever(
-    config: Config, deadline: float, status: dict
-) -> Callable[[str, str | None], str]:
-    """retrieve_fn for the hook: BM25 at once, vectors if ready by deadline, the rest later."""
-
-    def retrieve(prompt: str, cwd: str | None = None) -> str:
-        import os
-
-        from ...project import parse_map, scope
-        from ...wiki import Wiki
-
-        wiki = Wiki.open(config.wiki_path)
-        # The payload's cwd is the session's project; the hook's own cwd is only a fallback.
-        home = config.home
-        project = scope("auto", cwd or os.getcwd(), parse_map(config.get("projects")), home)
-        result = wiki.retrieve(
-            prompt,
-            config=config,
-            project=project,
-            notify=lambda _msg: None,
-            deadline=deadline,
-            background=True,
-            status=status,
-        )
-        return result.to_markdown() if result.results else ""
-
-    return retrieve
-
-
-def budget_s(config: Config) -> float:
-    """The hook's time budget in seconds (hook_budget_ms), from process start to answer."""
-    from ...config import SETTINGS
-
-    try:
-        return max(0.0, int(config.get("hook_budget_ms") or SETTINGS["hook_budget_ms"][1]) / 1000)
-    except ValueError:
-        return int(SETTINGS["hook_budget_ms"][1]) / 1000
-
-
-def run_process(load_config: Callable[[], Config], started: float) -> None:
-    """The whole `memwiki hook claude-code` process: read stdin, answer, leave at once.
-
-    Never raises and never returns a failure: the prompt must reach the model whatever
-    happens here. Exits with os._exit when the retrieval thread is still running.
-    """
-    import os
-    import sys
-
-    out = ""
-    cfg = None
-    status: dict = {}
-    try:
-        stdin_text = sys.stdin.buffer.read().decode("utf-8", "replace")
-        cfg = load_config()
-        budget = budget_s(cfg)
-        deadline = started + budget - ANSWER_MARGIN_S
-        # Without a wiki there is no .memwiki/ to log into, and none is created for a log.
-        log = hook_log_path(cfg) if (cfg.wiki_path / ".git").exists() else None
-        retrieve_fn = progressive_retriever(cfg, deadline, status)
-        _, out = run_claude_code_hook(stdin_text, cfg, retrieve_fn, budget, log, started)
-    except BaseException:
-        out = ""
-    try:
-        if out:
-            sys.stdout.write(out + "\n")
-        sys.stdout.flush()
-    except OSError:
-        # Nobody reads our answer any more; exiting now keeps Python's final flush of the
-        # broken pipe from turning exit 0 into 120.
-        os._exit(0)
-    if any(t.name == WORKER_NAME and t.is_alive() for t in threading.enumerate()):
-        # Past its budget even for BM25. Only when that was index work (a first build, a
-        # repair, many changed files) is it finished in the background; a retrieval that
-        # was merely slow on a busy machine leaves nothing to do. Then leave at once: a
-        # retrieval inside native code (onnxruntime) can abort the interpreter's shutdown.
-        try:
-            if cfg is not None and _index_work_left(cfg.wiki_path, status):
-                start_background_reindex(cfg.wiki_path)
-        except BaseException:  # failing open matters more than the background build
-            pass
-        sys.stderr.flush()
-        os._exit(0)
-    from ...index.progressive import VECTOR_THREAD
-
-    if any(t.name == VECTOR_THREAD and t.is_alive() for t in threading.enumerate()):
-        os._exit(0)
-
-
 def _index_work_left(wiki_root: Path, status: dict) -> bool:
     """Whether the retrieval that ran out of time was doing index work (or had no index)."""
     if status.get("needs_build") or status.get("stage") == "updating":
@@ -228,3 +141,86 @@ def start_background_reindex(wiki_root: Path) -> bool:
     from ...index import background
 
     return background.start(wiki_root, Path(wiki_root) / ".memwiki")
+
+
+def retrieve_for(
+    config: Config, deadline: float | None = None, status: dict | None = None
+) -> Callable[[str, str | None], str]:
+    """The hook's retrieval: the configured wiki's markdown block, or "" when nothing matched.
+
+    Progressive: BM25 at once, vectors only if ready by deadline, missing vectors left to
+    one background build (index/progressive.py).
+    """
+
+    def retrieve(prompt: str, cwd: str | None = None) -> str:
+        import os
+
+        from ...project import parse_map, scope
+        from ...wiki import Wiki
+
+        wiki = Wiki.open(config.wiki_path, config)
+        # The payload's cwd is the session's project; the hook's own cwd is only a fallback.
+        project = scope("auto", cwd or os.getcwd(), parse_map(config.projects), config.home)
+        result = wiki.retrieve(
+            prompt,
+            notify=lambda _msg: None,
+            project=project,
+            deadline=deadline,
+            background=True,
+            status=status,
+        )
+        return result.to_markdown() if result.results else ""
+
+    return retrieve
+
+
+def run_hook_process(load_config: Callable[[], Config], started: float | None = None) -> None:
+    """The whole `memwiki hook claude-code` process: stdin to stdout, then leave safely.
+
+    load_config is the entry point's loader: it runs inside the fail-open guard, so a
+    broken config file also lets the prompt through. The budget counts from `started`
+    (the process start, from the entry point). This function may end the process itself
+    (os._exit) when a worker thread outlived the budget or stdout is gone.
+    """
+    import os
+    import sys
+
+    started = time.monotonic() if started is None else started
+    out = ""
+    cfg = None
+    status: dict = {}
+    try:
+        stdin_text = sys.stdin.buffer.read().decode("utf-8", "replace")
+        cfg = load_config()
+        budget = cfg.hook_budget_s
+        # Without a wiki there is no .memwiki/ to log into, and none is created for a log.
+        log = hook_log_path(cfg) if (cfg.wiki_path / ".git").exists() else None
+        retrieve_fn = retrieve_for(cfg, started + budget - ANSWER_MARGIN_S, status)
+        _, out = run_claude_code_hook(stdin_text, cfg, retrieve_fn, budget, log, started)
+    except BaseException:  # the prompt must reach the model whatever happens here
+        out = ""
+    try:
+        if out:
+            sys.stdout.write(out + "\n")
+        sys.stdout.flush()
+    except OSError:
+        # Nobody reads our answer any more; exiting now keeps Python's final flush of the
+        # broken pipe from turning exit 0 into 120.
+        os._exit(0)
+    if any(t.name == WORKER_NAME and t.is_alive() for t in threading.enumerate()):
+        # Past its budget even for BM25. Only when that was index work (a first build, a
+        # repair, many changed files) is it finished in the background; a retrieval that
+        # was merely slow on a busy machine leaves nothing to do. Then leave at once: a
+        # retrieval inside native code (onnxruntime) can abort the interpreter's shutdown.
+        try:
+            wiki_ok = cfg is not None and (cfg.wiki_path / ".git").exists()
+            if wiki_ok and _index_work_left(cfg.wiki_path, status):
+                start_background_reindex(cfg.wiki_path)
+        except BaseException:  # failing open matters more than the background build
+            pass
+        sys.stderr.flush()
+        os._exit(0)
+    from ...index.progressive import VECTOR_THREAD
+
+    if any(t.name == VECTOR_THREAD and t.is_alive() for t in threading.enumerate()):
+        os._exit(0)
