@@ -95,16 +95,19 @@ def test_readers_never_fail_during_writes_and_reindex(tmp_path):
     fresh = tmp_path / "fresh"
     shutil.copytree(wiki.root, fresh, ignore=shutil.ignore_patterns(".memwiki"))
     assert _cli(fresh, env, "reindex").returncode == 0
-    assert _scored(wiki.root, env) == _scored(fresh, env)
+    ours, rebuilt = _scored(wiki.root, env), _scored(fresh, env)
+    assert set(ours) == set(rebuilt)
+    # Vectors embedded in other batches differ by float noise (padding), nothing more.
+    assert all(abs(ours[p] - rebuilt[p]) < 2e-3 for p in ours), (ours, rebuilt)
 
 
 def _scored(root: Path, env: dict) -> dict:
-    """Result files with their scores, to 4 places (embedding batches differ by float noise)."""
+    """Result files with their scores."""
     done = _cli(root, env, "retrieve", QUERY, "--json", "-k", "8")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["mode"] == "hybrid" and data["index"]["pending_items"] == 0
-    return {r["path"]: round(r["score"], 4) for r in data["results"]}
+    return {r["path"]: r["score"] for r in data["results"]}
 
 
 def test_a_reader_keeps_the_files_it_opened(tmp_path):

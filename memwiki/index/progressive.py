@@ -103,7 +103,7 @@ class VectorJob:
 
     def result(self) -> list | None:
         """The vector hits, or None when they are not ready by the deadline (reason says why)."""
-        if self._thread is not None:
+        if self._thread is not None and self.deadline is not None:
             self._thread.join(max(0.0, self.deadline - time.monotonic()))
             if self._thread.is_alive():
                 self.reason = "BM25 only: vectors not ready within the deadline"

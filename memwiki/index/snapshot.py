@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import bm25
 from . import manifest as st
@@ -26,8 +27,8 @@ class Snapshot:
     stale: bool = False
     updated_files: int = 0
     _matrix: object | None = field(default=None, repr=False)
-    _vectors_fh: object | None = field(default=None, repr=False)
-    _searcher: object | None = field(default=None, repr=False)
+    _vectors_fh: Any = field(default=None, repr=False)
+    _searcher: Any = field(default=None, repr=False)
     strict: bool = True  # a vanished file raises FileNotFoundError (the caller retries)
 
     @property

@@ -43,15 +43,15 @@ def import_whoosh() -> None:
     stubs: dict[str, types.ModuleType] = {}
     if "urllib.request" not in sys.modules:
         stubs["urllib.request"] = types.ModuleType("urllib.request")
-        stubs["urllib.request"].urlretrieve = _urlretrieve
+        setattr(stubs["urllib.request"], "urlretrieve", _urlretrieve)  # noqa: B010
     if "cached_property" not in sys.modules:
         stubs["cached_property"] = types.ModuleType("cached_property")
-        stubs["cached_property"].cached_property = functools.cached_property
+        setattr(stubs["cached_property"], "cached_property", functools.cached_property)  # noqa: B010
     if "whoosh.lang.morph_en" not in sys.modules:
         # English word variations (Whoosh's Variations query, unused here) compile about
         # a hundred regular expressions at import: 20 ms of every cold process.
         stubs["whoosh.lang.morph_en"] = types.ModuleType("whoosh.lang.morph_en")
-        stubs["whoosh.lang.morph_en"].variations = _variations
+        setattr(stubs["whoosh.lang.morph_en"], "variations", _variations)  # noqa: B010
     sys.modules.update(stubs)
     try:
         for name in _MODULES:

@@ -213,9 +213,9 @@ def run_hook_process(load_config: Callable[[], Config], started: float | None = 
         # was merely slow on a busy machine leaves nothing to do. Then leave at once: a
         # retrieval inside native code (onnxruntime) can abort the interpreter's shutdown.
         try:
-            wiki_ok = cfg is not None and (cfg.wiki_path / ".git").exists()
-            if wiki_ok and _index_work_left(cfg.wiki_path, status):
-                start_background_reindex(cfg.wiki_path)
+            if cfg is not None and (cfg.wiki_path / ".git").exists():  # noqa: SIM102
+                if _index_work_left(cfg.wiki_path, status):
+                    start_background_reindex(cfg.wiki_path)
         except BaseException:  # failing open matters more than the background build
             pass
         sys.stderr.flush()
