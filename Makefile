@@ -31,3 +31,13 @@ format: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache
+
+# End-to-end suite with the real agent clients (tests/e2e/versions.toml), installed into
+# ~/.cache/memwiki-e2e; LATEST=1 installs the newest versions instead. HOSTS=a,b limits it.
+.PHONY: e2e
+e2e: $(STAMP)
+	@start=$$(date +%s); \
+	MEMWIKI_E2E=1 LATEST=$(LATEST) MEMWIKI_E2E_HOSTS=$(HOSTS) $(BIN)/pytest -p no:cacheprovider -q -rA \
+	  --basetemp=$${TMPDIR:-/tmp}/memwiki-e2e-run tests/e2e; \
+	rc=$$?; cat $${MEMWIKI_E2E_REPORT:-/tmp/memwiki-e2e-report.txt}; \
+	echo "make e2e: $$(( $$(date +%s) - start )) s"; exit $$rc

@@ -71,6 +71,12 @@ def detect(
                 f"{'':<12} retrieve: {_yes(s.retrieve)} ({s.instruction_file}, "
                 f"block {_yes(s.installed)}{hook})"
             )
+        if s.version:
+            tested = "yes" if s.version_tested else "no"
+            print(
+                f"{'':<12} client: {s.version} (end-to-end tested: {tested}; passed with "
+                f"{', '.join(s.tested_versions)})"
+            )
         for note in s.notes:
             print(f"{'':<12} note: {note}")
         if s.next_command:

@@ -24,7 +24,6 @@ from . import bm25
 from . import manifest as st
 from .chunker import Item, chunk
 
-MAX_FILE_BYTES = 1_000_000  # larger files are reported, not indexed: split them
 READER_WAIT_S = 5.0  # how long a reader waits for a writer before using the older index
 
 
@@ -246,16 +245,14 @@ class Index:
             data, problem = b"", f"cannot read: {exc.strerror}"
         sha = sha or hashlib.sha256(data).hexdigest()
         entry = st.FileEntry(len(data), stat.st_mtime_ns if stat else 0, sha)
-        if problem is None and len(data) > MAX_FILE_BYTES:
-            problem = f"{len(data) / 1e6:.1f} MB is over the {MAX_FILE_BYTES / 1e6:.0f} MB limit for one file: split it"
+        if problem is None:
+            problem = rfmod.size_problem(len(data))  # larger files are reported, not indexed
         if problem is None:
             try:
                 rf = rfmod.parse(data, track=track, stem=path.stem, path=rel)
-                text = data.decode("utf-8")
-                body_first = rfmod.split_frontmatter(text)[2]
                 items = chunk(
                     rf.body,
-                    body_first,
+                    rf.body_line,
                     path=rel,
                     track=track,
                     name=rf.name,
