@@ -66,7 +66,8 @@ def run_retrieve(
 
     config = load({"wiki": wiki_path})
     wiki = Wiki.open(config.wiki_path)
-    preferred = scope(project, cwd or os.getcwd(), parse_map(config.get("projects")), config.home)
+    mapping = parse_map(config.get("projects"))
+    preferred = scope(project, cwd or os.getcwd(), mapping, config.home, wiki.root)
     result = wiki.retrieve(
         query, k=k, track=track, budget=budget, mode=mode, config=config, project=preferred
     )

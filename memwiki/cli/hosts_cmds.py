@@ -185,7 +185,8 @@ def _retrieve_for(cfg):
 
         wiki = Wiki.open(cfg.wiki_path)
         # The payload's cwd is the session's project; the hook's own cwd is only a fallback.
-        project = scope("auto", cwd or os.getcwd(), parse_map(cfg.get("projects")), cfg.home)
+        mapping = parse_map(cfg.get("projects"))
+        project = scope("auto", cwd or os.getcwd(), mapping, cfg.home, wiki.root)
         result = wiki.retrieve(prompt, config=cfg, notify=lambda _msg: None, project=project)
         return result.to_markdown() if result.results else ""
 
