@@ -10,9 +10,12 @@ argv.RETRIEVE, and tests check that they agree.
 from __future__ import annotations
 
 import sys
-from argparse import Namespace
+from typing import TYPE_CHECKING
 
 from .argv import JSON_FLAG, RETRIEVE, Globals
+
+if TYPE_CHECKING:
+    from argparse import Namespace
 
 
 def parse_retrieve(args: list[str]) -> Namespace:
