@@ -291,6 +291,7 @@ class Wiki:
                 ) from None
         if existing is not None and rf.raw_frontmatter is None:
             rf.raw_frontmatter = existing.raw_frontmatter
+            rf.bom = existing.bom  # a byte-order mark the file had stays
             rf.extra = {**existing.extra, **rf.extra}
         # One clock reading: a new file's 'created' and 'updated' must be equal.
         now = rfmod.now_iso()
