@@ -11,12 +11,11 @@ from pathlib import Path
 from . import recallfile as rfmod
 from .errors import InvalidInput, NotFound, StateError, StorageError
 from .fsutil import atomic_write_text, safe_join
+from .layout import GITIGNORE_LINE, SIDECAR
 from .lock import FileLock
 from .recallfile import Problem, RecallFile, check_slug
 
-SIDECAR = ".memwiki"
 TRACKS = ("memory", "skill")
-GITIGNORE_LINE = "/.memwiki/"
 PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
 
 

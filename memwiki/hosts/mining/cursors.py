@@ -21,6 +21,7 @@ from typing import Any
 from ...config import Config
 from ...errors import StorageError
 from ...fsutil import atomic_write_text
+from ...layout import sidecar_of
 from .base import SessionSlice
 
 CURSOR_FILE = "cursor.json"
@@ -38,7 +39,7 @@ def empty_state() -> dict[str, Any]:
 
 def host_state_dir(config: Config, host: str) -> Path:
     """<wiki>/.memwiki/hosts/<host>/, where the bridge keeps this host's cursor files."""
-    return config.wiki_path / ".memwiki" / "hosts" / host
+    return sidecar_of(config.wiki_path) / "hosts" / host
 
 
 def load_cursor(path: Path) -> dict[str, Any]:
