@@ -10,8 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from ..layout import sidecar_of
-
 if TYPE_CHECKING:
     import numpy as np
 
@@ -55,7 +53,7 @@ def tokenizer_path() -> Path:
 def _default_stamp_dir(config: Config) -> Path | None:
     # The sidecar directory is git-ignored cache; outside a wiki we would rather hash
     # every time than create directories where nobody asked for them.
-    sidecar = sidecar_of(config.wiki_path)
+    sidecar = config.sidecar_path
     return sidecar if sidecar.is_dir() else None
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from ...config import Config
 from ...errors import MemwikiError
-from ...layout import sidecar_of
 from ...timestamps import now_iso
 
 EVENT = "UserPromptSubmit"
@@ -23,7 +22,7 @@ CUT_NOTE = "\n[memwiki: cut to fit; run `memwiki retrieve` for the rest]"
 
 def hook_log_path(config: Config) -> Path:
     """<wiki>/.memwiki/logs/hook.log."""
-    return sidecar_of(config.wiki_path) / "logs" / "hook.log"
+    return config.logs_dir / "hook.log"
 
 
 def _log(log_path: Path | None, reason: str, started: float) -> None:

@@ -21,7 +21,6 @@ from typing import Any
 from ...config import Config
 from ...errors import StorageError
 from ...fsutil import atomic_write_text
-from ...layout import sidecar_of
 from .base import SessionSlice
 
 CURSOR_FILE = "cursor.json"
@@ -39,7 +38,7 @@ def empty_state() -> dict[str, Any]:
 
 def host_state_dir(config: Config, host: str) -> Path:
     """<wiki>/.memwiki/hosts/<host>/, where the bridge keeps this host's cursor files."""
-    return sidecar_of(config.wiki_path) / "hosts" / host
+    return config.sidecar_path / "hosts" / host
 
 
 def load_cursor(path: Path) -> dict[str, Any]:
