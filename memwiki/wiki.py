@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import recallfile as rfmod
 from .errors import InvalidInput, NotFound, StateError, StorageError
@@ -358,7 +358,7 @@ class Wiki:
                 message or f"memwiki: delete {track}/{name}\n", [self._rel(path)]
             )
 
-    def commit_results(self, recall_files: list[dict], message: str | None = None) -> CommitResult:
+    def commit_results(self, recall_files: Any, message: str | None = None) -> CommitResult:
         """Validate all files, write them, and make one commit (all or nothing)."""
         if not isinstance(recall_files, list) or not recall_files:
             raise InvalidInput("recall_files must be a non-empty list")

@@ -109,7 +109,8 @@ class RetrievalResult:
         out = [f'<!-- memwiki: {n} file{"" if n == 1 else "s"} for "{self.query}" -->']
         for r in self.results:
             mark = f" (unresolved conflict copy of {r.conflict_of})" if r.conflict_of else ""
-            out.append(f"\n## {r.path}{mark}\n{r.name}: {r.description}")
+            owner = f" (project: {', '.join(r.projects)})" if r.projects else ""
+            out.append(f"\n## {r.path}{mark}\n{r.name}: {r.description}{owner}")
             for s in r.sections:
                 where = f"lines {s.start_line}-{s.end_line}"
                 out.append(f"\n### {s.heading} ({where})" if s.heading else f"\n### ({where})")
