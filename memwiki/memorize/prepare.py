@@ -16,7 +16,7 @@ from ..git.merge import current_branch_head
 from . import runstate, templates, transcripts, worktrees
 from .runstate import PREPARED, PREPARING, WORKSPACE, RunState
 from .schema import MAX_PAYLOADS, Session, load_sessions
-from .scrub import scrub_text, scrub_value
+from .scrub import ScrubbedSession, scrub_session
 
 if TYPE_CHECKING:
     from ..wiki import Wiki
@@ -56,16 +56,6 @@ def _noop(_: str) -> None:
     pass
 
 
-def scrub_session(session: Session, counts: Counter[str]) -> Session:
-    """A copy of session with every string scrubbed (tool arguments and results too)."""
-    return Session(
-        label=scrub_text(session.label, counts),
-        source_id=session.source_id,
-        sha256=session.sha256,
-        items=scrub_value(session.items, counts),
-    )
-
-
 def existing_files(workspace: Path, track: str) -> str:
     """The markdown list of a track's RecallFiles (name, path, description) for a job."""
     folder = workspace / track
@@ -86,24 +76,25 @@ def existing_files(workspace: Path, track: str) -> str:
 
 
 def _write_run_files(
-    directory: Path, run_id: str, sessions: list[Session], command: str
+    directory: Path, run_id: str, scrubbed: list[ScrubbedSession], command: str
 ) -> tuple[list[dict[str, str]], list[str], str]:
     workspace = directory / WORKSPACE
     written: list[dict[str, str]] = []
-    for number, session in enumerate(sessions, start=1):
+    for number, clean in enumerate(scrubbed, start=1):
+        session = clean.session
         md = directory / "transcripts" / f"session-{number:02d}-messages.md"
         full = directory / "transcripts" / f"session-{number:02d}-full.jsonl"
-        atomic_write_text(md, transcripts.messages_markdown(session, number))
-        atomic_write_text(full, transcripts.full_jsonl(session))
+        atomic_write_text(md, transcripts.messages_markdown(clean, number))
+        atomic_write_text(full, transcripts.full_jsonl(clean))
         written.append(
             {"session": session.label, "source_id": session.source_id, "messages": str(md),
              "full": str(full)}
         )  # fmt: skip
-    total = 2 * len(sessions)
+    total = 2 * len(scrubbed)
     listings = {t: existing_files(workspace, t) for t in ("memory", "skill")}
     jobs: list[Path] = []
     for kind, track, key in (("memory", "memory", "messages"), ("skill", "skill", "full")):
-        for number, session in enumerate(sessions, start=1):
+        for number, clean in enumerate(scrubbed, start=1):
             n = len(jobs) + 1
             path = directory / "jobs" / f"{n:02d}-{kind}-session-{number:02d}.md"
             text = templates.render(
@@ -115,7 +106,7 @@ def _write_run_files(
                 workspace=workspace,
                 track_dir=workspace / track,
                 transcript=written[number - 1][key],
-                source_id=session.source_id,
+                source_id=clean.session.source_id,
                 existing_files=listings[track],
             )
             atomic_write_text(path, text)
@@ -130,7 +121,7 @@ def _write_run_files(
             "executor.md",
             run_id=run_id,
             job_total=total,
-            session_count=len(sessions),
+            session_count=len(scrubbed),
             workspace=workspace,
             job_list=job_list,
             next_command=command,
@@ -181,7 +172,7 @@ def prepare_sessions(
                 "items": len(s.items),
                 "messages": len(s.messages),
             }
-            for s in clean
+            for s in (c.session for c in clean)
         ],  # fmt: skip
         redactions=dict(sorted(counts.items())),
     )

@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import latency  # noqa: E402
 import locomo  # noqa: E402
+import scrub  # noqa: E402
 
 
 def main() -> None:
@@ -33,6 +34,7 @@ def main() -> None:
                 locomo.print_table(f"LoCoMo {split} split (k=5)", merged)
     if not args.skip_latency:
         latency.main(files=args.files)
+    scrub.main()
     print(f"\nbench finished in {time.time() - started:.0f} s")
 
 
