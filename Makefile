@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEMO_DIR ?= $(shell mktemp -d 2>/dev/null || echo /tmp/memwiki-demo)/demo-wiki
 LOCOMO ?= ../shared/eval/locomo
 
-.PHONY: demo test bench lint format clean
+.PHONY: demo test bench lint typecheck docs docs-check format clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -25,6 +25,20 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	$(MAKE) --no-print-directory typecheck docs-check
+	$(BIN)/pytest -q -p no:cacheprovider tests/test_architecture.py tests/test_docs.py
+
+# mypy over the package (configuration in pyproject.toml, [tool.mypy]).
+typecheck: $(STAMP)
+	$(BIN)/mypy memwiki
+
+# Regenerate the example outputs in docs/reference.md from real runs on a fresh demo wiki.
+docs: $(STAMP)
+	$(BIN)/python scripts/gen_reference.py
+
+# Fail when docs/reference.md's examples drift from what the commands print.
+docs-check: $(STAMP)
+	$(BIN)/python scripts/gen_reference.py --check
 
 format: $(STAMP)
 	$(BIN)/ruff format . && $(BIN)/ruff check --fix .
