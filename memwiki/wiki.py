@@ -7,11 +7,12 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import recallfile as rfmod
 from .errors import InvalidInput, NotFound, StateError, StorageError
 from .fsutil import atomic_write_text, safe_join
+from .layout import GITIGNORE_LINE, SIDECAR
 from .lock import FileLock
 from .recallfile import Problem, RecallFile, check_slug
 
@@ -19,9 +20,7 @@ if TYPE_CHECKING:
     from .config import Config
     from .index.search import RetrievalResult
 
-SIDECAR = ".memwiki"
 TRACKS = ("memory", "skill")
-GITIGNORE_LINE = "/.memwiki/"
 PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
 
 
@@ -362,7 +361,7 @@ class Wiki:
                 message or f"memwiki: delete {track}/{name}\n", [self._rel(path)]
             )
 
-    def commit_results(self, recall_files: list[dict], message: str | None = None) -> CommitResult:
+    def commit_results(self, recall_files: Any, message: str | None = None) -> CommitResult:
         """Validate all files, write them, and make one commit (all or nothing)."""
         if not isinstance(recall_files, list) or not recall_files:
             raise InvalidInput("recall_files must be a non-empty list")

@@ -98,7 +98,8 @@ class RetrievalResult:
         n = len(self.results)
         out = [f'<!-- memwiki: {n} file{"" if n == 1 else "s"} for "{self.query}" -->']
         for r in self.results:
-            out.append(f"\n## {r.path}\n{r.name}: {r.description}")
+            owner = f" (project: {', '.join(r.projects)})" if r.projects else ""
+            out.append(f"\n## {r.path}\n{r.name}: {r.description}{owner}")
             for s in r.sections:
                 where = f"lines {s.start_line}-{s.end_line}"
                 out.append(f"\n### {s.heading} ({where})" if s.heading else f"\n### ({where})")

@@ -22,7 +22,7 @@ CUT_NOTE = "\n[memwiki: cut to fit; run `memwiki retrieve` for the rest]"
 
 def hook_log_path(config: Config) -> Path:
     """<wiki>/.memwiki/logs/hook.log."""
-    return config.wiki_path / ".memwiki" / "logs" / "hook.log"
+    return config.logs_dir / "hook.log"
 
 
 def _log(log_path: Path | None, reason: str, started: float) -> None:
@@ -148,7 +148,8 @@ def retrieve_for(config: Config) -> Callable[[str, str | None], str]:
 
         wiki = Wiki.open(config.wiki_path, config)
         # The payload's cwd is the session's project; the hook's own cwd is only a fallback.
-        project = scope("auto", cwd or os.getcwd(), parse_map(config.projects), config.home)
+        mapping = parse_map(config.projects)
+        project = scope("auto", cwd or os.getcwd(), mapping, config.home, wiki.root)
         result = wiki.retrieve(prompt, notify=lambda _msg: None, project=project)
         return result.to_markdown() if result.results else ""
 

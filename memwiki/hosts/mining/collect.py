@@ -8,13 +8,22 @@ from pathlib import Path
 from typing import Any
 
 from ...config import Config
+from ...errors import StorageError
 from . import openclaw
 from .base import SCHEMA_VERSION, SessionRef, SessionSlice, TranscriptSource, get_source
 from .records import Verdict, parse_record
 from .workdirs import slice_cwd
 
 # What reading a host's store may raise: reported per stream, never an internal error.
-READ_ERRORS = (sqlite3.Error, OSError, ValueError, UnicodeDecodeError, KeyError, TypeError)
+READ_ERRORS = (
+    sqlite3.Error,
+    StorageError,
+    OSError,
+    ValueError,
+    UnicodeDecodeError,
+    KeyError,
+    TypeError,
+)
 
 # Host variables naming the session a scheduled run is in (hosts.md §9).
 SELF_SESSION_VARS = {

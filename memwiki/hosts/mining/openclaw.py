@@ -10,7 +10,7 @@ from typing import Any
 from ...config import Config
 from .base import JsonlSource, ReadResult, SessionRef, env_path, newest_first
 from .records import ROLES, TOOL_CALL_BLOCKS, Verdict, block_items, block_types, tool_result
-from .sqlite_ro import connect_ro, epoch_seconds, table_columns
+from .sqlite_ro import connect_ro, epoch_seconds, reading, table_columns
 
 HOST = "openclaw"
 DB_RELPATH = ("agent", "openclaw-agent.sqlite")
@@ -145,7 +145,7 @@ class Source(JsonlSource):
             return super().read(ref, entry)
         raw_sid = ref.session_id.split("/", 1)[1]
         entry = entry or {}
-        with connect_ro(ref.path) as conn:
+        with reading(ref.path) as conn:
             gen = _generations(conn).get(raw_sid, "")
             same = str(entry.get("generation", "")) == gen or (
                 entry.get("generation") in (0, None) and gen == ""
@@ -163,6 +163,8 @@ class Source(JsonlSource):
         bad: list[str] = []
         last = pos
         for seq, text, packed in rows:
+            if not isinstance(seq, int):
+                continue  # a damaged row: seq is the cursor, so it cannot be a position
             event = text if text is not None else _unpack(packed)
             if event is None:
                 bad.append(f"seq {seq}: event_json is NULL and event_zstd does not decode")
