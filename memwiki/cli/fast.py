@@ -61,7 +61,8 @@ def run_retrieve(
 
     config = load({"wiki": wiki_path})
     wiki = Wiki.open(config.wiki_path, config)
-    preferred = scope(project, cwd or os.getcwd(), parse_map(config.projects), config.home)
+    mapping = parse_map(config.projects)
+    preferred = scope(project, cwd or os.getcwd(), mapping, config.home, wiki.root)
     result = wiki.retrieve(query, k=k, track=track, budget=budget, mode=mode, project=preferred)
     if as_json:
         from .output import emit_json
