@@ -195,12 +195,3 @@ def search(
     finally:
         if own:
             searcher.close()
-
-
-def doc_ids(directory: Path) -> set[str]:
-    """Every item id in the index (for consistency checks and tests)."""
-    from whoosh import index
-
-    ix = index.open_dir(str(directory), indexname=INDEX_NAME)
-    with ix.searcher() as searcher:
-        return {fields["id"] for fields in searcher.all_stored_fields()}
