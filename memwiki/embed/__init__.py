@@ -72,8 +72,14 @@ def embedding_configured(config: Config) -> bool:
     return config.embed in PROVIDERS
 
 
-def load_embedder(config: Config, stamp_dir: Path | None = None) -> tuple[Embedder | None, str]:
-    """(embedder, description), or (None, why not): never raises, retrieval falls back to BM25."""
+def load_embedder(
+    config: Config, stamp_dir: Path | None = None, threads: int | None = None
+) -> tuple[Embedder | None, str]:
+    """(embedder, description), or (None, why not): never raises, retrieval falls back to BM25.
+
+    threads: onnxruntime's intra-op threads (None: one per usable core, at most 4; a
+    process that embeds only a query does best with 1).
+    """
     mode = config.embed
     if mode == "none":
         return None, "embedding disabled (embed = none): retrieval is BM25-only"
@@ -122,6 +128,7 @@ def load_embedder(config: Config, stamp_dir: Path | None = None) -> tuple[Embedd
             verify_sha256=model_sha,
             stamp_dir=stamp_dir,
             tokenizer_sha256=tok_sha,
+            threads=threads,
         )
     # onnxruntime and tokenizers raise their own (undocumented) exception types for a
     # corrupt or foreign file; whatever goes wrong, the answer is "no vectors", not a crash.

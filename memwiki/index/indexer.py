@@ -27,7 +27,7 @@ from .chunker import Item, chunk
 from .snapshot import Snapshot
 
 READER_WAIT_S = 5.0  # how long a reader waits for a writer before using the older index
-ITEMS_PER_FILE_GUESS = 3  # for sizing a first build before any file is chunked
+ITEMS_PER_FILE_GUESS = 5  # for sizing a first build before any file is chunked
 OPEN_ATTEMPTS = 5  # a reader whose generation vanished before it opened it tries the newer one
 
 
@@ -70,14 +70,16 @@ class Index:
 
     # ------------------------------------------------------------ embedder
 
-    def embedder(self):
+    def embedder(self, threads: int | None = None):
         """The configured embedder (loaded once), or None with a reason in embedder_note."""
         if not self._embedder_loaded:
             from ..embed import load_embedder
 
             sidecar = self.wiki.sidecar
             sidecar.mkdir(parents=True, exist_ok=True)
-            self._embedder, self._embedder_note = load_embedder(self.config, stamp_dir=sidecar)
+            self._embedder, self._embedder_note = load_embedder(
+                self.config, stamp_dir=sidecar, threads=threads
+            )
             self._embedder_loaded = True
         return self._embedder
 
@@ -197,7 +199,10 @@ class Index:
             changes, _ = st.scan(self.root, state)
             if inline_limit is not None and embed:
                 embed = self._embed_estimate(state, changes) <= inline_limit
-            if not changes and not (embed and self._vectors_wanted(state)):
+            # A progressive reader leaves the model check to its vector thread, so that a
+            # fresh index is read without loading the model first.
+            check_model = inline_limit is None
+            if not changes and not (embed and self._vectors_wanted(state, check_model)):
                 return self._snap(state).open(vector_file=need_vectors)
         else:
             status["needs_build"] = True
@@ -240,8 +245,10 @@ class Index:
             time.sleep(0.05)
         return False
 
-    def _vectors_wanted(self, state: st.State) -> bool:
+    def _vectors_wanted(self, state: st.State, check_model: bool = True) -> bool:
         """True when a vector search would need embedding work first."""
+        if not check_model and state.vectors_file and not state.unembedded:
+            return False
         if state.unembedded:
             return self.embedder() is not None
         if state.vectors_file is None:

@@ -85,7 +85,7 @@ class VectorJob:
 
     def _run(self) -> None:
         try:
-            embedder = self.index.embedder()
+            embedder = self.index.embedder(threads=1)  # one query: no thread pool
             if embedder is None:
                 self.reason = f"BM25 only: {self.index.embedder_note}"
                 return
