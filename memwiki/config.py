@@ -17,6 +17,7 @@ SETTINGS: dict[str, tuple[str, str | None]] = {
     "embed": ("MEMWIKI_EMBED", "onnx"),
     "embed_model_dir": ("MEMWIKI_EMBED_MODEL_DIR", None),
     "git_token": ("MEMWIKI_GIT_TOKEN", None),
+    "git_timeout_s": ("MEMWIKI_GIT_TIMEOUT_S", "60"),
     "bridging_run": ("MEMWIKI_BRIDGING_RUN", None),
     "hook_budget_ms": ("MEMWIKI_HOOK_BUDGET_MS", "1500"),
 }
@@ -37,6 +38,8 @@ HOST_ENV = (
     "PATH",
     "HOME",
     "SSH_AUTH_SOCK",
+    "GIT_SSH_COMMAND",
+    "GIT_SSH",
 )
 
 

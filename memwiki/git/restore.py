@@ -57,7 +57,9 @@ def _source(repo: pygit2.Repository, rel: str, ref: str, rev: str | None):
     if not entries:
         raise NotFound(f"{rel} has no history: nothing to restore")
     last = repo[entries[0].commit].peel(pygit2.Commit)
-    blob = _blob_at(last.parents[0], rel) if last.parents else None
+    # A file renamed to rel had its previous version under its old name.
+    before = next((c.old_path for c in entries[0].changes if c.path == rel and c.old_path), rel)
+    blob = _blob_at(last.parents[0], before) if last.parents else None
     if blob is None:
         raise StateError(
             f"{rel} did not exist before {str(last.id)[:12]}, which created it: "
