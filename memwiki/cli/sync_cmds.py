@@ -26,9 +26,20 @@ def print_sync(result) -> None:
     print(f"pushed    {result.branch} to {result.remote}" if result.pushed else "pushed    nothing")
     if result.retries:
         print(f"retried   {result.retries} (another device pushed first)")
+    for c in result.changes:
+        if c.status == "renamed":
+            print(f"renamed   {c.old_path} -> {c.path}")
+    for p in result.not_committed:
+        print(f"not committed  {p['path']}: {p['problem']}")
+    for line in result.messages:
+        print(f"remote:   {line}")
     for c in result.conflicts:
         where = f" -> {c.copy}" if c.copy else f" ({c.kind}, kept {c.kept})"
         print(f"conflict  {c.path}{where}")
+    new = {c.copy for c in result.conflicts}
+    for copy in result.conflict_copies:
+        if copy not in new:
+            print(f"unresolved {copy} (an earlier conflict copy)")
     print(f"commit    {result.commit[:12] if result.commit else '-'}")
 
 
@@ -45,10 +56,28 @@ def sync(
         emit_json(result.to_dict())
     else:
         print_sync(result)
-    if any(c.copy for c in result.conflicts):
+    if result.conflict_copies:
         warn(
             "conflict copies hold the remote's version: merge them by hand (`memwiki lint` lists them)"
         )
+    if result.not_committed:
+        warn("invalid RecallFiles were not committed: fix them (`memwiki lint`) and sync again")
+
+
+@app.command("untrack-ignored")
+def untrack_ignored(as_json: bool = JSON) -> None:
+    """Stop tracking files the .gitignore ignores (Obsidian workspace, junk); they stay on disk."""
+    from ..git.repo import untrack_ignored as untrack
+
+    wiki = open_wiki()
+    with wiki.write_lock():
+        commit, paths = untrack(wiki.repo)
+    if as_json:
+        emit_json({"commit": commit, "untracked": paths})
+        return
+    for path in paths:
+        print(f"untracked {path}  (kept on disk)")
+    print(f"commit {commit[:12]}" if commit else "nothing to untrack")
 
 
 @app.command()

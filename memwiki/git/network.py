@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlsplit
 
 import pygit2
 
-from ..errors import StorageError
+from ..errors import MemwikiError, StorageError
 from ..lock import FileLock
 from .credentials import Callbacks, host_of, is_push_race, redact, transport
 from .transport import GitRun, NetworkTimeout, explain, find_git, run_git
@@ -74,7 +74,7 @@ def fetch(repo: pygit2.Repository, name: str, config) -> list[str]:
         callbacks = Callbacks(remote.url, config)
         try:
             remote.fetch(callbacks=callbacks, message="memwiki sync: fetch")
-        except pygit2.GitError as exc:
+        except (pygit2.GitError, MemwikiError) as exc:
             raise _fallback_error(callbacks, exc, "fetch from", config) from None
         return []
     try:
@@ -142,6 +142,8 @@ def _push_libgit2(remote: pygit2.Remote, spec: str, config) -> PushOutcome:
         if _LOCK_FAILURE.search(str(exc)):
             return PushOutcome(refusal=str(exc))
         raise _fallback_error(callbacks, exc, "push to", config) from None
+    except MemwikiError as exc:  # raised by the credentials callback
+        raise _fallback_error(callbacks, exc, "push to", config) from None
     if callbacks.rejected:
         if callbacks.push_raced():
             return PushOutcome(raced=True)
@@ -187,7 +189,7 @@ def clone_into(url: str, target: Path, config) -> pygit2.Repository:
         callbacks = Callbacks(url, config)
         try:
             return pygit2.clone_repository(url, str(target), callbacks=callbacks)
-        except pygit2.GitError as exc:
+        except (pygit2.GitError, MemwikiError) as exc:
             raise _fallback_error(callbacks, exc, "clone", config) from None
     try:
         run = run_git(["clone", "--progress", "--", url, str(target)], config)
@@ -214,7 +216,7 @@ def ls_remote(repo: pygit2.Repository, name: str, branch: str, config) -> Reacha
         callbacks = Callbacks(url, config)
         try:
             found = repo.remotes[name].list_heads(callbacks=callbacks)
-        except pygit2.GitError as exc:
+        except (pygit2.GitError, MemwikiError) as exc:
             return Reachability(False, False, str(_fallback_error(callbacks, exc, "reach", config)))
         heads = [getattr(h, "name", None) or h["name"] for h in found]
         return Reachability(True, f"refs/heads/{branch}" in heads, "")

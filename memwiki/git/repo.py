@@ -243,3 +243,23 @@ def ensure_gitignore(root: Path) -> bool:
     sep = "" if not text or text.endswith("\n") else "\n"
     atomic_write_text(path, text + sep + "\n".join(missing) + "\n")
     return True
+
+
+def tracked_but_ignored(repo: pygit2.Repository) -> list[str]:
+    """Committed files that .gitignore now ignores (per-device state, junk, the sidecar)."""
+    index = _read_index(repo)
+    return sorted(e.path for e in index if _private(e.path) or repo.path_is_ignored(e.path))
+
+
+def untrack_ignored(repo: pygit2.Repository) -> tuple[str | None, list[str]]:
+    """Stop tracking those files (they stay on disk) in one commit; (commit, paths)."""
+    paths = tracked_but_ignored(repo)
+    if not paths:
+        return None, []
+    index = _read_index(repo)
+    for path in paths:
+        index.remove(path)
+    index.write()
+    names = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    message = f"memwiki: stop tracking ignored files\n\nNo longer tracked (kept on disk): {names}\n"
+    return commit_index(repo, message), paths

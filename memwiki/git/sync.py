@@ -31,7 +31,7 @@ import pygit2
 from ..errors import MemwikiError, StateError
 from ..fsutil import atomic_write_text
 from ..lock import FileLock
-from . import network, update
+from . import network, precommit, update
 from . import repo as gitstore
 from .changes import Change, merge_message
 from .conflicts import COPY_RE, Conflict, find_conflict_copies
@@ -176,12 +176,38 @@ def _merge_message(remote: str, upstream: str, conflicts: list[Conflict]) -> str
     )
 
 
+def _untracked_upstream(repo, ours, target) -> dict[str, bytes]:
+    """Files the update deletes, as they are on disk: maybe another device untracked them."""
+    kept = {}
+    for delta in repo.diff(ours.tree, target.peel(pygit2.Commit).tree).deltas:
+        if delta.status_char() == "D":
+            path = Path(repo.workdir) / delta.old_file.path
+            if path.is_file() and not path.is_symlink():
+                kept[delta.old_file.path] = path.read_bytes()
+    return kept
+
+
+def _put_back(wiki, repo, kept: dict[str, bytes]) -> None:
+    """A file another device stopped tracking (`memwiki untrack-ignored`) stays on this one."""
+    from ..fsutil import atomic_write_bytes
+
+    for rel, data in kept.items():
+        path = wiki.root / rel
+        if not path.exists() and repo.path_is_ignored(rel):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(path, data)
+
+
 def _integrate(wiki, result: SyncResult, tracking: str, upstream: str, checkpoint) -> None:
     """Bring the remote's commits into the branch (fast-forward or merge); hold the lock."""
     repo = wiki.repo
     # Hand edits become a commit that takes part in the merge: the checkout below can then
     # never be refused by (or overwrite) them. Invalid RecallFiles stay out of it.
     refused = _invalid_hand_edits(wiki)
+    skip = {p["path"] for p in refused}
+    # In a wiki with pre-commit installed, its hooks check what sync commits, as for `git commit`.
+    others = [p for p in gitstore.pending_paths(repo) if p not in skip]
+    refused += precommit.refused_by_hooks(wiki.root, others)
     skip = {p["path"] for p in refused}
     result.not_committed = refused
     committed, changes = gitstore.commit_all(repo, None, skip=skip)
@@ -213,9 +239,11 @@ def _integrate(wiki, result: SyncResult, tracking: str, upstream: str, checkpoin
     if skip:
         names = ", ".join(sorted(skip))
         refused = f"{names} is not committed (invalid) and the remote changed it: fix it and run `memwiki sync` again"
+    kept = _untracked_upstream(repo, ours, repo[target])
     update.apply(
         repo, journal, ref_name, target, f"memwiki sync: {kind} {tracking}", refused, checkpoint
     )
+    _put_back(wiki, repo, kept)
     result.merged = "merge" if "merge" in (kind, result.merged) else kind
     result.conflicts.extend(conflicts)
 
