@@ -176,6 +176,29 @@ def _merge_message(remote: str, upstream: str, conflicts: list[Conflict]) -> str
     )
 
 
+def _renamed_from(repo, held: set[str]) -> set[str]:
+    """Deleted paths whose content is a held-back file: the other half of a rename stays too."""
+    head = gitstore.head_commit(repo)
+    if not held or head is None:
+        return set()
+    ids = set()
+    for rel in held:
+        try:
+            ids.add(pygit2.hashfile(str(Path(repo.workdir) / rel)))
+        except (OSError, pygit2.GitError):
+            continue
+    out = set()
+    for rel in gitstore.pending_paths(repo):
+        if (Path(repo.workdir) / rel).exists():
+            continue
+        try:
+            if head.tree[rel].id in ids:
+                out.add(rel)
+        except KeyError:
+            continue
+    return out
+
+
 def _untracked_upstream(repo, ours, target) -> dict[str, bytes]:
     """Files the update deletes, as they are on disk: maybe another device untracked them."""
     kept = {}
@@ -208,7 +231,7 @@ def _integrate(wiki, result: SyncResult, tracking: str, upstream: str, checkpoin
     # In a wiki with pre-commit installed, its hooks check what sync commits, as for `git commit`.
     others = [p for p in gitstore.pending_paths(repo) if p not in skip]
     refused += precommit.refused_by_hooks(wiki.root, others)
-    skip = {p["path"] for p in refused}
+    skip = {p["path"] for p in refused} | _renamed_from(repo, {p["path"] for p in refused})
     result.not_committed = refused
     committed, changes = gitstore.commit_all(repo, None, skip=skip)
     if committed:
