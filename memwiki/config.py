@@ -20,6 +20,8 @@ SETTINGS: dict[str, tuple[str, str | None]] = {
     "git_timeout_s": ("MEMWIKI_GIT_TIMEOUT_S", "60"),
     "bridging_run": ("MEMWIKI_BRIDGING_RUN", None),
     "hook_budget_ms": ("MEMWIKI_HOOK_BUDGET_MS", "1500"),
+    # `KEY=slug, ...`: a directory prefix or a remote URL mapped to a project (memwiki/project.py)
+    "projects": ("MEMWIKI_PROJECTS", None),
 }
 
 # Host variables memwiki reads but does not own (hosts.md): they live here so that the

@@ -93,6 +93,7 @@ from . import (  # noqa: E402, F401
     index_cmds,
     links_cmds,
     memorize_cmds,
+    project_cmds,
     sync_cmds,
     wiki_cmds,
 )

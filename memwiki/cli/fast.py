@@ -50,17 +50,26 @@ def parse_retrieve(args: list[str]):
     p.add_argument("--mode", default="hybrid")
     p.add_argument("--json", dest="as_json", action="store_true")
     p.add_argument("--files", action="store_true")
+    p.add_argument("--project", default="auto")
     return p.parse_args(args)
 
 
-def run_retrieve(wiki_path, query, k, track, budget, mode, as_json, files) -> None:
+def run_retrieve(
+    wiki_path, query, k, track, budget, mode, as_json, files, project="auto", cwd=None
+) -> None:
     """Retrieve and print in the requested format (shared by both parsers)."""
+    import os
+
     from ..config import load
+    from ..project import parse_map, scope
     from ..wiki import Wiki
 
     config = load({"wiki": wiki_path})
     wiki = Wiki.open(config.wiki_path)
-    result = wiki.retrieve(query, k=k, track=track, budget=budget, mode=mode, config=config)
+    preferred = scope(project, cwd or os.getcwd(), parse_map(config.get("projects")), config.home)
+    result = wiki.retrieve(
+        query, k=k, track=track, budget=budget, mode=mode, config=config, project=preferred
+    )
     if as_json:
         import json
 
@@ -79,6 +88,14 @@ def try_fast(argv: list[str]) -> tuple[bool, bool]:
     wiki, debug, rest = parsed
     opts = parse_retrieve(rest)
     run_retrieve(
-        wiki, opts.query, opts.k, opts.track, opts.budget, opts.mode, opts.as_json, opts.files
+        wiki,
+        opts.query,
+        opts.k,
+        opts.track,
+        opts.budget,
+        opts.mode,
+        opts.as_json,
+        opts.files,
+        opts.project,
     )
     return True, debug

@@ -171,11 +171,16 @@ def _budget_s(cfg) -> float:
 
 
 def _retrieve_for(cfg):
-    def retrieve(prompt: str) -> str:
+    def retrieve(prompt: str, cwd: str | None = None) -> str:
+        import os
+
+        from ..project import parse_map, scope
         from ..wiki import Wiki
 
         wiki = Wiki.open(cfg.wiki_path)
-        result = wiki.retrieve(prompt, config=cfg, notify=lambda _msg: None)
+        # The payload's cwd is the session's project; the hook's own cwd is only a fallback.
+        project = scope("auto", cwd or os.getcwd(), parse_map(cfg.get("projects")), cfg.home)
+        result = wiki.retrieve(prompt, config=cfg, notify=lambda _msg: None, project=project)
         return result.to_markdown() if result.results else ""
 
     return retrieve

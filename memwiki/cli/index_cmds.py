@@ -20,6 +20,11 @@ def retrieve(
     mode: str = typer.Option("hybrid", "--mode", help="hybrid, bm25 or vector."),
     as_json: bool = JSON,
     files: bool = typer.Option(False, "--files", help="Print only the paths of the files found."),
+    project: str = typer.Option(
+        "auto",
+        "--project",
+        help="Prefer this project's files: auto (the current one), all, or a slug.",
+    ),
 ) -> None:
     """Find the memory and skills relevant to a query (markdown block for agents)."""
     from .app import state
@@ -27,7 +32,7 @@ def retrieve(
 
     # Normally memwiki.cli.fast parses retrieve without Typer; this path serves --help
     # and programmatic use of the Typer app.
-    run_retrieve(state.wiki, query, k, track, budget, mode, as_json, files)
+    run_retrieve(state.wiki, query, k, track, budget, mode, as_json, files, project)
 
 
 @app.command()

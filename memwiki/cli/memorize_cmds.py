@@ -99,10 +99,18 @@ def fail_run_invalid(exc, run_id: str, as_json: bool) -> None:
 def prepare(
     files: list[str] = typer.Argument(..., help="1 to 10 session payload files, or - for stdin."),
     as_json: bool = JSON,
+    project: str = typer.Option(
+        None, "--project", help="The sessions' code project: a slug, or auto (this directory's)."
+    ),
+    root: str = typer.Option(
+        None, "--root", help="The project's repository here (default: this directory's)."
+    ),
 ) -> None:
     """Validate sessions, scrub secrets, open a run and write its jobs for an executor."""
     from .. import memorize
     from ..memorize.prepare import COMMIT_COMMAND
+
+    project, root = _session_project(project, root)
 
     wiki = open_wiki()
     command = COMMIT_COMMAND
@@ -111,11 +119,55 @@ def prepare(
         path = wiki_option().replace("{", "{{").replace("}", "}}")
         command = command.replace("memwiki ", f"memwiki --wiki {path} ", 1)
     stdin = sys.stdin.buffer if "-" in files else None
-    result = memorize.prepare(wiki, files, stdin=stdin, commit_command=command)
+    result = memorize.prepare(
+        wiki, files, stdin=stdin, commit_command=command, project=project, root=root
+    )
     if as_json:
         emit_json(result.to_dict())
     else:
         print_prepared(result.to_dict(), len(result.transcripts))
+
+
+def _session_project(project: str | None, root: str | None) -> tuple[str | None, str | None]:
+    """--project/--root: `auto` is this directory's project; the root defaults to this
+    directory's repository when it is that project."""
+    from ..errors import InvalidInput
+    from ..project import identify, parse_map
+
+    if project is None:
+        if root is not None:
+            raise InvalidInput("--root needs --project")
+        return None, None
+    cfg = config()
+    here = identify(root or os.getcwd(), parse_map(cfg.get("projects")), cfg.home)
+    if project == "auto":
+        if here is None:
+            raise InvalidInput("--project auto: this directory is not inside a git repository")
+        return here.slug, here.root
+    if root is None and here is not None and here.slug == project:
+        root = here.root
+    return project, root
+
+
+@memorize_app.command("verify-resources")
+def verify_resources(
+    run_id: str = typer.Argument(..., help="The run whose logged files to verify."),
+    root: str = typer.Option(
+        None, "--root", help="The project's repository on this device (one-project runs)."
+    ),
+    as_json: bool = JSON,
+) -> None:
+    """Keep the files a run's sessions touched that exist in the repository, for the resource job."""
+    from .. import memorize
+
+    found = memorize.verify_resources(open_wiki(), run_id, root)
+    if as_json:
+        emit_json({"run_id": run_id, "projects": [p.to_dict() for p in found]})
+        return
+    for p in found:
+        print(f"{p.project}: {len(p.kept)} file(s) kept, {len(p.dropped)} dropped -> {p.file}")
+        for d in p.dropped:
+            print(f"  dropped {d['path']}: {d['reason']}")
 
 
 @memorize_app.command("commit")

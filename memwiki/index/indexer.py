@@ -24,7 +24,6 @@ from . import bm25
 from . import manifest as st
 from .chunker import Item, chunk
 
-MAX_FILE_BYTES = 1_000_000  # larger files are reported, not indexed: split them
 READER_WAIT_S = 5.0  # how long a reader waits for a writer before using the older index
 
 
@@ -228,48 +227,54 @@ class Index:
             return UpdateReport(state=state)
         return self._apply(state, changes, stats, need_vectors)
 
-    def _read_items(self, rel: str, sha: str | None, stat) -> tuple[list[Item], st.FileEntry]:
+    def _read_items(
+        self, rel: str, sha: str | None, stat
+    ) -> tuple[list[Item], st.FileEntry, tuple[str, ...]]:
         """Chunk one file; a file that cannot be indexed gets a manifest entry with its problem."""
         from .. import recallfile as rfmod
+        from ..project import file_projects
 
         path = self.root / rel
         track = rel.split("/", 1)[0]
         problem = None
         items: list[Item] = []
+        projects: tuple[str, ...] = ()
         try:
             data = path.read_bytes()
         except OSError as exc:
             data, problem = b"", f"cannot read: {exc.strerror}"
         sha = sha or hashlib.sha256(data).hexdigest()
         entry = st.FileEntry(len(data), stat.st_mtime_ns if stat else 0, sha)
-        if problem is None and len(data) > MAX_FILE_BYTES:
-            problem = f"{len(data) / 1e6:.1f} MB is over the {MAX_FILE_BYTES / 1e6:.0f} MB limit for one file: split it"
+        if problem is None:
+            problem = rfmod.size_problem(len(data))  # larger files are reported, not indexed
         if problem is None:
             try:
                 rf = rfmod.parse(data, track=track, stem=path.stem, path=rel)
-                text = data.decode("utf-8")
-                body_first = rfmod.split_frontmatter(text)[2]
                 items = chunk(
                     rf.body,
-                    body_first,
+                    rf.body_line,
                     path=rel,
                     track=track,
                     name=rf.name,
                     description=rf.description,
                     tags=tuple(rf.tags),
                 )
+                projects = file_projects(rf.extra, track, path.stem)
             except rfmod.InvalidRecallFile as exc:
                 problem = "; ".join(f"line {p.line}: {p.message}" for p in exc.problems)
         entry.problem = problem
-        return items, entry
+        return items, entry, projects
 
     def _chunk_many(
         self, rels: list[str], hashes: dict[str, str], stats: dict, report: UpdateReport
     ):
         items: list[Item] = []
         files: dict[str, st.FileEntry] = {}
+        projects: dict[str, tuple[str, ...]] = {}
         for rel in rels:
-            file_items, entry = self._read_items(rel, hashes.get(rel), stats.get(rel))
+            file_items, entry, projects[rel] = self._read_items(
+                rel, hashes.get(rel), stats.get(rel)
+            )
             files[rel] = entry
             if entry.problem:
                 report.problems[rel] = entry.problem
@@ -277,12 +282,12 @@ class Index:
             else:
                 items.extend(file_items)
                 report.indexed.append(rel)
-        return items, files
+        return items, files, projects
 
     def _build(self, old: st.State | None, need_vectors: bool) -> UpdateReport:
         report = UpdateReport(full=True)
         stats = st.walk(self.root)
-        items, files = self._chunk_many(sorted(stats), {}, stats, report)
+        items, files, projects = self._chunk_many(sorted(stats), {}, stats, report)
         gen = (old.generation if old else 0) + 1
         bm25_dir = f"bm25-{gen}"
         target = self.directory / bm25_dir
@@ -290,7 +295,7 @@ class Index:
             shutil.rmtree(target)
         whoosh_gen = bm25.create(target, items)
         new = st.State(generation=gen, bm25_dir=bm25_dir, whoosh_generation=whoosh_gen, files=files)
-        new.rows = [_row(i) for i in items]
+        new.rows = [_row(i, projects.get(i.path, ())) for i in items]
         self._write_vectors(old, new, list(range(len(items))), need_vectors, report, items)
         st.save(self.state_path, new)
         self._cleanup(new)
@@ -301,7 +306,9 @@ class Index:
         self, old: st.State, changes: st.Changes, stats: dict, need_vectors: bool
     ) -> UpdateReport:
         report = UpdateReport()
-        items, changed_files = self._chunk_many(changes.changed, changes.hashes, stats, report)
+        items, changed_files, projects = self._chunk_many(
+            changes.changed, changes.hashes, stats, report
+        )
         gone = set(changes.changed) | set(changes.deleted)
         report.removed = sorted(set(changes.deleted))
         files = {k: v for k, v in old.files.items() if k not in gone}
@@ -310,7 +317,7 @@ class Index:
         gen = old.generation + 1
         new = st.State(generation=gen, bm25_dir=old.bm25_dir, files=files)
         keep = [i for i, r in enumerate(old.rows) if r.path not in gone]
-        new.rows = [old.rows[i] for i in keep] + [_row(i) for i in items]
+        new.rows = [old.rows[i] for i in keep] + [_row(i, projects.get(i.path, ())) for i in items]
         added_rows = list(range(len(keep), len(new.rows)))
         self._write_vectors(old, new, added_rows, need_vectors, report, items, keep=keep)
         if gone or items:
@@ -351,7 +358,7 @@ class Index:
                 shutil.rmtree(path, ignore_errors=True)
 
 
-def _row(item: Item) -> st.Row:
+def _row(item: Item, projects: tuple[str, ...] = ()) -> st.Row:
     return st.Row(
         item.path,
         item.track,
@@ -362,4 +369,5 @@ def _row(item: Item) -> st.Row:
         item.start_line,
         item.end_line,
         item.sha,
+        projects,
     )

@@ -17,6 +17,9 @@ VECTOR_WEIGHT = 0.3
 MIN_COSINE = 0.15  # below this a vector-only hit is noise, not a match
 SECTIONS_PER_FILE = 3
 CHARS_PER_TOKEN = 4
+# Project scope: another project's item keeps this share of its fused score unless the
+# query names that project (chosen on tests/bench/projects.py; docs/guide.md, Projects).
+OTHER_PROJECT_FACTOR = 0.5
 
 
 @dataclass
@@ -50,6 +53,7 @@ class FileResult:
     description: str
     score: float
     sections: list[Section] = field(default_factory=list)
+    projects: tuple[str, ...] = ()  # empty: global memory
 
     def to_dict(self) -> dict:
         """JSON form."""
@@ -59,6 +63,8 @@ class FileResult:
             "name": self.name,
             "description": self.description,
             "score": round(self.score, 6),
+            "project": self.projects[0] if self.projects else None,
+            "projects": list(self.projects),
             "sections": [s.to_dict() for s in self.sections],
         }
 
@@ -157,6 +163,7 @@ def retrieve(
     index: Index | None = None,
     fusion: str = "score",
     vector_weight: float = VECTOR_WEIGHT,
+    project: str | None = None,
 ) -> RetrievalResult:
     """Search the wiki: fresh index, BM25 and vector candidates, fusion, files, sections."""
     from ..errors import InvalidInput, StateError
@@ -197,6 +204,7 @@ def retrieve(
         fused = rrf([[i for i, _ in hits] for hits in (bm25_hits, vector_hits) if hits])
     else:
         fused = score_fusion(bm25_hits, vector_hits, vector_weight)
+    fused, scope = scope_to_project(rows, fused, project, query)
     results = _rollup(snap, fused, k)
     _fill_sections(snap, results, fused, budget)
     facts = {
@@ -205,10 +213,41 @@ def retrieve(
         "embedder": snap.state.embedder if used_mode != "bm25" else None,
         "stale": snap.stale,
         "updated_files": snap.updated_files,
+        "project": project,
     }
+    if scope:
+        facts["project_named"] = scope
     if used_mode != mode:
         facts["note"] = f"BM25 only: {index.embedder_note}"
     return RetrievalResult(query, used_mode, results, facts)
+
+
+def scope_to_project(
+    rows, fused: dict[int, float], project: str | None, query: str
+) -> tuple[dict[int, float], list[str]]:
+    """Prefer the project in scope: other projects' items keep OTHER_PROJECT_FACTOR of their score.
+
+    Global items (no project) are never touched. When the query names projects of the
+    candidates, those named projects are the scope instead of the current one, so a
+    question about another project still finds it. A no-op when project is None or no
+    candidate belongs to a project. Returns the new scores and the projects the query named.
+    """
+    if project is None:
+        return fused, []
+    from ..project import mentioned
+
+    seen = {p for i in fused for p in rows[i].projects}
+    if not seen:
+        return fused, []
+    named = sorted(mentioned(query, seen))
+    preferred = set(named) if named else {project}
+    out = {}
+    for i, score in fused.items():
+        projects = rows[i].projects
+        if projects and preferred.isdisjoint(projects):
+            score *= OTHER_PROJECT_FACTOR
+        out[i] = score
+    return out, named
 
 
 def _rollup(snap: Snapshot, fused: dict[int, float], k: int) -> list[FileResult]:
@@ -222,7 +261,9 @@ def _rollup(snap: Snapshot, fused: dict[int, float], k: int) -> list[FileResult]
     out = []
     for path, (score, i) in ranked:
         row = snap.state.rows[i]
-        out.append(FileResult(path, row.track, row.name, row.description, score))
+        out.append(
+            FileResult(path, row.track, row.name, row.description, score, projects=row.projects)
+        )
     return out
 
 

@@ -19,7 +19,7 @@ from ..git import merge, update
 from ..git import repo as gitstore
 from ..git.changes import Changes, commit_message
 from ..git.changes import merge_message as build_merge_message
-from . import runstate, worktrees
+from . import resources, runstate, worktrees
 from .runstate import COMMITTED, COMMITTING, MERGING, PREPARED, WORKSPACE, RunState
 from .validate import RunInvalid, check, stage_changes, stamp, unstage
 
@@ -143,6 +143,8 @@ def _commit_run_branch(
         raise StateError(
             f"run {state.run_id}: its base commit {state.base_commit} is no longer in the wiki"
         ) from None
+    # The resource job's described files go into project/<slug>.md first (resources.py).
+    resources.merge_run(directory, workspace)
     changes = stage_changes(wrepo, base)
     problems = check(wrepo, changes)
     if problems:

@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import latency  # noqa: E402
 import locomo  # noqa: E402
+import projects  # noqa: E402
 
 
 def main() -> None:
@@ -31,6 +32,7 @@ def main() -> None:
             for split in ("dev", "test"):
                 merged, _ = locomo.run(Path(args.locomo), split, ["bm25", "vector", "hybrid"])
                 locomo.print_table(f"LoCoMo {split} split (k=5)", merged)
+    projects.print_table(projects.run(["bm25", "vector", "hybrid"]))  # scoped vs unscoped
     if not args.skip_latency:
         latency.main(files=args.files)
     print(f"\nbench finished in {time.time() - started:.0f} s")

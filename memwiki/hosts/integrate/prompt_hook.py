@@ -70,13 +70,14 @@ def hook_output(context: str) -> str:
 def run_claude_code_hook(
     stdin_text: str,
     config: Config,
-    retrieve_fn: Callable[[str], str],
+    retrieve_fn: Callable[[str, str | None], str],
     budget_s: float,
     log_path: Path | None,
 ) -> tuple[int, str]:
     """(exit code, stdout) for one UserPromptSubmit call; every failure is exit 0, no output.
 
-    retrieve_fn runs in a daemon thread: when the budget runs out the hook answers without
+    retrieve_fn(prompt, cwd) gets the payload's `cwd` (None when absent), so the memory
+    follows the project the session works in. It runs in a daemon thread: when the budget runs out the hook answers without
     it, and the caller should exit promptly (a daemon thread does not hold the process).
     """
     started = time.monotonic()
@@ -91,11 +92,12 @@ def run_claude_code_hook(
         return _fail(log_path, "malformed input: no prompt", started)
     if config.bridging_run:
         return 0, ""  # the scheduled memorize run works from its job files, not from memory
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
     box: dict[str, object] = {}
 
     def work() -> None:
         try:
-            box["result"] = retrieve_fn(prompt)
+            box["result"] = retrieve_fn(prompt, cwd or None)
         except BaseException as exc:  # fail open on anything the retrieval raises
             box["error"] = exc
 
