@@ -273,13 +273,13 @@ def explain(
         )
     if any(m in text for m in _AUTH):
         how = "SSH" if kind == "ssh" else kind.upper()
+        said = next(ln for ln in run.stderr if any(m in ln.lower() for m in _AUTH))
+        said = said.split(":", 1)[1].strip() if said.startswith(("fatal:", "remote:")) else said
         if kind == "ssh":
             hint = "load a key the server accepts into ssh-agent or name it in ~/.ssh/config"
         else:
             hint = "configure a git credential helper or set MEMWIKI_GIT_TOKEN"
-        return StorageError(
-            f"cannot authenticate to {host} over {how} ({_last_fatal(run)}): {hint}"
-        )
+        return StorageError(f"cannot authenticate to {host} over {how} ({said}): {hint}")
     remote = run.remote_lines
     detail = _last_fatal(run)
     if remote:
