@@ -3,99 +3,15 @@
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 
 import typer
 
-from .app import app, config, emit_json, open_wiki, state, warn
-
-memorize_app = typer.Typer(
-    help="Turn finished sessions into memory and skills through prepared jobs (docs/memorize.md).",
-    no_args_is_help=True,
-)
-app.add_typer(memorize_app, name="memorize")
-
-JSON = typer.Option(False, "--json", help="Print JSON (schema in docs/reference.md).")
+from .context import config, open_wiki, reindex_for, state, wiki_option
+from .options import JSON
+from .output import emit_json, print_committed, print_prepared, print_run_invalid
 
 
-def wiki_option() -> str | None:
-    """The --wiki PATH of this invocation, absolute and shell-quoted, for next commands."""
-    return shlex.quote(os.path.abspath(state.wiki)) if state.wiki else None
-
-
-def reindex_for(wiki):
-    """The reindex hook a commit calls once the merge is in (the index is only a cache)."""
-
-    def reindex() -> None:
-        from ..index.indexer import Index
-
-        Index(wiki, config()).update()
-
-    return reindex
-
-
-def print_prepared(data: dict, sessions: int) -> None:
-    """Human output of a prepared run: id, workspace, jobs, and what to run next."""
-    jobs = data["jobs"]
-    print(f"run {data['run_id']} prepared: {sessions} session(s), {len(jobs)} job(s)")
-    print(f"workspace:       {data['workspace']}")
-    print(f"executor prompt: {data['executor_prompt']}")
-    print("jobs (process them in this order):")
-    for number, job in enumerate(jobs, start=1):
-        print(f"  {number}. {job}")
-    if data.get("redactions"):
-        counts = ", ".join(f"{kind} x{n}" for kind, n in sorted(data["redactions"].items()))
-        print(f"redacted secrets: {counts}")
-    print(f"next: {data['next_command']}")
-
-
-def print_committed(result) -> None:
-    """Human output of a run commit: the merge, the files, the conflicts."""
-    rid = result.run_id
-    if result.commit is None:
-        print(f"run {rid}: nothing to commit (the executor changed no file); run cleaned up")
-        return
-    how = "was already committed" if result.already_committed else "committed"
-    print(f"run {rid} {how}: merge {result.commit[:12]}")
-    for status in ("created", "updated", "deleted"):
-        for path in getattr(result, status):
-            print(f"  {status:8} {path}")
-    for c in result.conflicts:
-        where = f" -> {c['copy']}" if c.get("copy") else f" (kept {c.get('kept')})"
-        print(f"  conflict {c['path']} ({c['kind']}){where}")
-    if result.conflicts:
-        print(
-            "conflict copies hold the run's version: merge them by hand (`memwiki lint` lists them)"
-        )
-    for message in result.warnings:
-        warn(f"warning: {message}")
-
-
-def fail_run_invalid(exc, run_id: str, as_json: bool) -> None:
-    """Report a refused commit: the summary then every problem on stderr, exit 2."""
-    problems = list(exc.problems)
-    noun = "problem" if len(problems) == 1 else "problems"
-    summary = (
-        f"run {run_id}: {len(problems)} {noun} in the changed files, nothing committed "
-        "(fix them in the workspace and commit again)"
-    )
-    if as_json:
-        emit_json(
-            {
-                "ok": False,
-                "run_id": run_id,
-                "error": summary,
-                "problems": [p.to_dict() for p in problems],
-            }
-        )
-    print(f"memwiki: error: {summary}", file=sys.stderr)
-    for problem in problems:
-        print(f"  {problem}", file=sys.stderr)
-    raise typer.Exit(exc.exit_code)
-
-
-@memorize_app.command("prepare")
 def prepare(
     files: list[str] = typer.Argument(..., help="1 to 10 session payload files, or - for stdin."),
     as_json: bool = JSON,
@@ -139,7 +55,7 @@ def _session_project(project: str | None, root: str | None) -> tuple[str | None,
             raise InvalidInput("--root needs --project")
         return None, None
     cfg = config()
-    here = identify(root or os.getcwd(), parse_map(cfg.get("projects")), cfg.home)
+    here = identify(root or os.getcwd(), parse_map(cfg.projects), cfg.home)
     if project == "auto":
         if here is None:
             raise InvalidInput("--project auto: this directory is not inside a git repository")
@@ -149,7 +65,6 @@ def _session_project(project: str | None, root: str | None) -> tuple[str | None,
     return project, root
 
 
-@memorize_app.command("verify-resources")
 def verify_resources(
     run_id: str = typer.Argument(..., help="The run whose logged files to verify."),
     root: str = typer.Option(
@@ -170,7 +85,6 @@ def verify_resources(
             print(f"  dropped {d['path']}: {d['reason']}")
 
 
-@memorize_app.command("commit")
 def commit(
     run_id: str = typer.Argument(..., help="The run id prepare printed."),
     as_json: bool = JSON,
@@ -182,14 +96,14 @@ def commit(
     try:
         result = memorize.commit(wiki, run_id, reindex=reindex_for(wiki))
     except memorize.RunInvalid as exc:
-        fail_run_invalid(exc, run_id, as_json)
+        print_run_invalid(exc, run_id, as_json)
+        raise typer.Exit(exc.exit_code) from None
     if as_json:
         emit_json(result.to_dict())
     else:
         print_committed(result)
 
 
-@memorize_app.command("discard")
 def discard(
     run_id: str = typer.Argument(..., help="The run to throw away."),
     as_json: bool = JSON,
@@ -204,7 +118,6 @@ def discard(
         print(f"discarded run {result.run_id} (it was {result.state})")
 
 
-@memorize_app.command("status")
 def status(
     run_id: str = typer.Argument(None, help="Only this run."),
     as_json: bool = JSON,

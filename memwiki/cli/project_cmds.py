@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from .app import app, config, emit_json
+from .context import config
+from .options import JSON
+from .output import emit_json
 
 
-@app.command("project")
 def project(
     directory: str = typer.Argument(None, help="The directory (default: the current one)."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON (schema in docs/reference.md)."),
+    as_json: bool = JSON,
 ) -> None:
     """Print the project of a directory: origin's repository name, else the repository folder."""
     import os
@@ -18,7 +19,7 @@ def project(
     from ..project import identify, parse_map
 
     cfg = config()
-    found = identify(directory or os.getcwd(), parse_map(cfg.get("projects")), cfg.home)
+    found = identify(directory or os.getcwd(), parse_map(cfg.projects), cfg.home)
     if as_json:
         emit_json(found.to_dict() if found else {"project": None, "root": None, "source": None})
     elif found is None:

@@ -6,14 +6,12 @@ from pathlib import Path
 
 import typer
 
-from .app import app, config, emit_json, open_wiki, split_ref, warn
-
-remote_app = typer.Typer(help="Show or set the remote the wiki syncs with.", no_args_is_help=True)
-app.add_typer(remote_app, name="remote")
-
-JSON = typer.Option(False, "--json", help="Print JSON (schema in docs/sync.md).")
+from .context import config, open_wiki, split_ref
+from .options import JSON_SYNC as JSON
+from .output import emit_json, print_sync, warn
 
 
+<<<<<<< HEAD
 def print_sync(result) -> None:
     """Human output of a sync: one line per step, then the conflicts and the commit."""
     if result.committed:
@@ -44,6 +42,8 @@ def print_sync(result) -> None:
 
 
 @app.command()
+=======
+>>>>>>> main
 def sync(
     remote: str = typer.Option("origin", "--remote", help="The remote to sync with."),
     as_json: bool = JSON,
@@ -80,7 +80,6 @@ def untrack_ignored(as_json: bool = JSON) -> None:
     print(f"commit {commit[:12]}" if commit else "nothing to untrack")
 
 
-@app.command()
 def clone(
     url: str = typer.Argument(..., help="The remote: ssh://, https://, file:// or a path."),
     path: Path = typer.Argument(
@@ -102,7 +101,6 @@ def clone(
     print("The first `memwiki retrieve` builds its index")
 
 
-@remote_app.command("add")
 def remote_add(
     url: str = typer.Argument(..., help="ssh://user@host/path.git, https://..., or a path."),
     name: str = typer.Option("origin", "--name", help="The remote's name."),
@@ -120,7 +118,6 @@ def remote_add(
         print(f"{info['name']}  {info['url']}")
 
 
-@remote_app.command("show")
 def remote_show(
     name: str = typer.Option("origin", "--name", help="The remote to compare with."),
     as_json: bool = JSON,
@@ -145,7 +142,6 @@ def remote_show(
         print("not synced yet: `memwiki sync` pushes the wiki")
 
 
-@app.command()
 def restore(
     ref: str = typer.Argument(..., help="TRACK/NAME"),
     rev: str = typer.Option(

@@ -27,7 +27,8 @@ from .chunker import Item, chunk
 READER_WAIT_S = 5.0  # how long a reader waits for a writer before using the older index
 
 
-def _stderr(message: str) -> None:
+def print_to_stderr(message: str) -> None:
+    """Progress and warnings of index work: one `memwiki: ` line on stderr."""
     print(f"memwiki: {message}", file=sys.stderr)
 
 
@@ -78,11 +79,12 @@ class UpdateReport:
 class Index:
     """The sidecar index of one wiki."""
 
-    def __init__(self, wiki, config=None, notify: Callable[[str], None] = _stderr):
+    def __init__(self, wiki, config=None, notify: Callable[[str], None] = print_to_stderr):
         self.wiki = wiki
         self.root: Path = wiki.root
         self.directory: Path = wiki.sidecar / "index"
-        self.config = config
+        # The config travels with the wiki; an explicit one (tests, eval) takes precedence.
+        self.config = config if config is not None else wiki.config
         self.notify = notify
         self._embedder_loaded = False
         self._embedder = None
@@ -94,14 +96,11 @@ class Index:
     def embedder(self):
         """The configured embedder (loaded once), or None with a reason in embedder_note."""
         if not self._embedder_loaded:
-            from ..config import load
             from ..embed import load_embedder
 
             sidecar = self.wiki.sidecar
             sidecar.mkdir(parents=True, exist_ok=True)
-            self._embedder, self._embedder_note = load_embedder(
-                self.config or load(), stamp_dir=sidecar
-            )
+            self._embedder, self._embedder_note = load_embedder(self.config, stamp_dir=sidecar)
             self._embedder_loaded = True
         return self._embedder
 
@@ -163,6 +162,10 @@ class Index:
             if state is not None:
                 self._loaded = (signature, state)
         return state, self._check(state)
+
+    def committed_state(self) -> tuple[st.State | None, str | None]:
+        """The committed state and why it cannot be used (or None), without updating it."""
+        return self._load()
 
     def snapshot(self, need_vectors: bool = True) -> Snapshot:
         """A fresh, complete index: brought up to date first unless another writer holds it."""

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import bm25
-from .indexer import Index, Snapshot, _stderr
+from .indexer import Index, Snapshot, print_to_stderr
 
 MODES = ("hybrid", "bm25", "vector")
 CANDIDATES = 100  # items taken from each list before fusion
@@ -158,7 +158,7 @@ def retrieve(
     budget: int = 1500,
     mode: str = "hybrid",
     config=None,
-    notify: Callable[[str], None] = _stderr,
+    notify: Callable[[str], None] = print_to_stderr,
     candidates: int = CANDIDATES,
     index: Index | None = None,
     fusion: str = "score",
