@@ -62,6 +62,9 @@ class Config:
     config_file: Path
     host_env: dict[str, str] = field(default_factory=dict)
     home: Path = field(default_factory=Path.home)
+    # The whole environment, for the child processes that must see the user's own set-up
+    # (git and its ssh: agent, proxies, GIT_* settings); memwiki itself reads host_env only.
+    child_env: dict[str, str] = field(default_factory=dict, repr=False)
 
     def get(self, key: str) -> str | None:
         """The resolved value of a setting."""
@@ -168,7 +171,9 @@ def load(
             value = str(home / "memwiki") if key == "wiki" else default
             settings[key] = Setting(key, value, "default")
     host_env = {k: env[k] for k in HOST_ENV if k in env}
-    return Config(settings=settings, config_file=cfg_path, host_env=host_env, home=home)
+    return Config(
+        settings=settings, config_file=cfg_path, host_env=host_env, home=home, child_env=env
+    )
 
 
 def write_file_setting(config: Config, key: str, value: str) -> Path:

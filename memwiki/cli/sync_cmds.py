@@ -11,39 +11,6 @@ from .options import JSON_SYNC as JSON
 from .output import emit_json, print_sync, warn
 
 
-<<<<<<< HEAD
-def print_sync(result) -> None:
-    """Human output of a sync: one line per step, then the conflicts and the commit."""
-    if result.committed:
-        print(f"committed {result.committed[:12]}  (hand edits)")
-    if result.fetched:
-        plural = "s" if result.fetched != 1 else ""
-        print(f"fetched   {result.fetched} commit{plural} from {result.remote}/{result.branch}")
-    merged = {"none": "nothing new from the remote", "merge": "merge commit"}
-    print(f"merged    {merged.get(result.merged, result.merged)}")
-    print(f"pushed    {result.branch} to {result.remote}" if result.pushed else "pushed    nothing")
-    if result.retries:
-        print(f"retried   {result.retries} (another device pushed first)")
-    for c in result.changes:
-        if c.status == "renamed":
-            print(f"renamed   {c.old_path} -> {c.path}")
-    for p in result.not_committed:
-        print(f"not committed  {p['path']}: {p['problem']}")
-    for line in result.messages:
-        print(f"remote:   {line}")
-    for c in result.conflicts:
-        where = f" -> {c.copy}" if c.copy else f" ({c.kind}, kept {c.kept})"
-        print(f"conflict  {c.path}{where}")
-    new = {c.copy for c in result.conflicts}
-    for copy in result.conflict_copies:
-        if copy not in new:
-            print(f"unresolved {copy} (an earlier conflict copy)")
-    print(f"commit    {result.commit[:12] if result.commit else '-'}")
-
-
-@app.command()
-=======
->>>>>>> main
 def sync(
     remote: str = typer.Option("origin", "--remote", help="The remote to sync with."),
     as_json: bool = JSON,
@@ -64,7 +31,6 @@ def sync(
         warn("invalid RecallFiles were not committed: fix them (`memwiki lint`) and sync again")
 
 
-@app.command("untrack-ignored")
 def untrack_ignored(as_json: bool = JSON) -> None:
     """Stop tracking files the .gitignore ignores (Obsidian workspace, junk); they stay on disk."""
     from ..git.repo import untrack_ignored as untrack

@@ -70,8 +70,9 @@ def local_gitdir(url: str) -> str | None:
 def fetch(repo: pygit2.Repository, name: str, config) -> list[str]:
     """Fetch every branch of the remote into refs/remotes/<name>/; the server's messages."""
     remote = repo.remotes[name]
+    url = remote.url or ""
     if find_git(config) is None:
-        callbacks = Callbacks(remote.url, config)
+        callbacks = Callbacks(url, config)
         try:
             remote.fetch(callbacks=callbacks, message="memwiki sync: fetch")
         except (pygit2.GitError, MemwikiError) as exc:
@@ -82,9 +83,9 @@ def fetch(repo: pygit2.Repository, name: str, config) -> list[str]:
             ["fetch", "--progress", "--no-write-fetch-head", name], config, Path(repo.workdir)
         )
     except NetworkTimeout as exc:
-        raise explain(None, remote.url, "fetch from", exc) from None
+        raise explain(None, url, "fetch from", exc) from None
     if run.returncode != 0:
-        raise explain(run, remote.url, "fetch from")
+        raise explain(run, url, "fetch from")
     return run.remote_lines
 
 
@@ -133,7 +134,7 @@ def _refusal(run: GitRun, reason: str) -> str:
 
 
 def _push_libgit2(remote: pygit2.Remote, spec: str, config) -> PushOutcome:
-    callbacks = Callbacks(remote.url, config)
+    callbacks = Callbacks(remote.url or "", config)
     try:
         remote.push([spec], callbacks=callbacks)
     except pygit2.GitError as exc:
@@ -155,12 +156,12 @@ def _push_once(repo, name: str, spec: str, config) -> PushOutcome:
     remote = repo.remotes[name]
     if find_git(config) is None:
         return _push_libgit2(remote, spec, config)
-    return _push_git(repo, name, spec, config, remote.url)
+    return _push_git(repo, name, spec, config, remote.url or "")
 
 
 def push(repo: pygit2.Repository, name: str, ref_name: str, upstream: str, config) -> PushOutcome:
     """Push the branch; raced=True when refused because the remote moved (fetch and retry)."""
-    url = repo.remotes[name].url
+    url = repo.remotes[name].url or ""
     spec = f"{ref_name}:refs/heads/{upstream}"
     gitdir = local_gitdir(url)
     if gitdir is None:
@@ -211,15 +212,15 @@ class Reachability:
 
 def ls_remote(repo: pygit2.Repository, name: str, branch: str, config) -> Reachability:
     """Connect to the remote and look for the branch; never raises for a network failure."""
-    url = repo.remotes[name].url
+    url = repo.remotes[name].url or ""
     if find_git(config) is None:
         callbacks = Callbacks(url, config)
         try:
             found = repo.remotes[name].list_heads(callbacks=callbacks)
         except (pygit2.GitError, MemwikiError) as exc:
             return Reachability(False, False, str(_fallback_error(callbacks, exc, "reach", config)))
-        heads = [getattr(h, "name", None) or h["name"] for h in found]
-        return Reachability(True, f"refs/heads/{branch}" in heads, "")
+        names = [getattr(h, "name", "") for h in found]
+        return Reachability(True, f"refs/heads/{branch}" in names, "")
     try:
         run = run_git(["ls-remote", "--heads", name], config, Path(repo.workdir))
     except NetworkTimeout as exc:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -106,7 +105,7 @@ def installed_hook(root: Path) -> bool:
         return False
 
 
-def _run_hooks(exe: str, root: Path, paths: list[str]) -> tuple[bool, str]:
+def _run_hooks(exe: str, root: Path, paths: list[str], env: dict) -> tuple[bool, str]:
     env_skip = {"SKIP": "memwiki-reindex"}  # a rebuild of the cache is not a check
     try:
         done = subprocess.run(
@@ -116,7 +115,7 @@ def _run_hooks(exe: str, root: Path, paths: list[str]) -> tuple[bool, str]:
             text=True,
             timeout=HOOK_RUN_TIMEOUT_S,
             stdin=subprocess.DEVNULL,
-            env={**os.environ, **env_skip},
+            env={**env, **env_skip},
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, f"pre-commit could not run: {exc}"
@@ -129,13 +128,16 @@ def _run_hooks(exe: str, root: Path, paths: list[str]) -> tuple[bool, str]:
     return done.returncode == 0, reason
 
 
-def refused_by_hooks(root: Path, paths: list[str]) -> list[dict]:
-    """The paths the wiki's installed pre-commit hooks refuse, each with why ([] if none)."""
+def refused_by_hooks(root: Path, paths: list[str], env: dict[str, str]) -> list[dict]:
+    """The paths the wiki's installed pre-commit hooks refuse, each with why ([] if none).
+
+    env is the environment pre-commit runs in (the configuration's child_env).
+    """
     exe = find_pre_commit()
     present = [p for p in paths if (Path(root) / p).is_file()]
     if not present or exe is None or not installed_hook(root):
         return []
-    ok, reason = _run_hooks(exe, Path(root), present)
+    ok, reason = _run_hooks(exe, Path(root), present, env)
     if ok:
         return []
     refused = []
@@ -143,7 +145,7 @@ def refused_by_hooks(root: Path, paths: list[str]) -> list[dict]:
         if n >= MAX_SINGLE_RUNS:
             refused.append({"path": path, "problem": f"pre-commit refused the batch ({reason})"})
             continue
-        ok, why = _run_hooks(exe, Path(root), [path])
+        ok, why = _run_hooks(exe, Path(root), [path], env)
         if not ok:
             refused.append({"path": path, "problem": f"pre-commit hooks refused it ({why})"})
     return refused

@@ -221,7 +221,7 @@ def _put_back(wiki, repo, kept: dict[str, bytes]) -> None:
             atomic_write_bytes(path, data)
 
 
-def _integrate(wiki, result: SyncResult, tracking: str, upstream: str, checkpoint) -> None:
+def _integrate(wiki, config, result: SyncResult, tracking: str, upstream: str, checkpoint) -> None:
     """Bring the remote's commits into the branch (fast-forward or merge); hold the lock."""
     repo = wiki.repo
     # Hand edits become a commit that takes part in the merge: the checkout below can then
@@ -230,7 +230,7 @@ def _integrate(wiki, result: SyncResult, tracking: str, upstream: str, checkpoin
     skip = {p["path"] for p in refused}
     # In a wiki with pre-commit installed, its hooks check what sync commits, as for `git commit`.
     others = [p for p in gitstore.pending_paths(repo) if p not in skip]
-    refused += precommit.refused_by_hooks(wiki.root, others)
+    refused += precommit.refused_by_hooks(wiki.root, others, config.child_env)
     skip = {p["path"] for p in refused} | _renamed_from(repo, {p["path"] for p in refused})
     result.not_committed = refused
     committed, changes = gitstore.commit_all(repo, None, skip=skip)
@@ -246,7 +246,8 @@ def _integrate(wiki, result: SyncResult, tracking: str, upstream: str, checkpoin
     walker.hide(ours.id)
     result.fetched += sum(1 for _ in walker)
     if repo.descendant_of(theirs.id, ours.id):
-        target, kind, conflicts = theirs.id, "fast-forward", []
+        conflicts: list[Conflict] = []
+        target, kind = theirs.id, "fast-forward"
     else:
         target, conflicts = make_merge_commit(
             repo, ours, theirs, LABEL, lambda found: _merge_message(result.remote, upstream, found)
@@ -255,17 +256,19 @@ def _integrate(wiki, result: SyncResult, tracking: str, upstream: str, checkpoin
     journal = update.journal_path(wiki.sidecar)
     update.record(journal, ref_name, ours.id, target)
     checkpoint("merge-made")
-    refused = (
+    in_the_way = (
         "a wiki file was edited while sync was updating the files; nothing was lost: "
         "run `memwiki sync` again"
     )
     if skip:
         names = ", ".join(sorted(skip))
-        refused = f"{names} is not committed (invalid) and the remote changed it: fix it and run `memwiki sync` again"
+        in_the_way = (
+            f"{names} is not committed (invalid) and the remote changed it: "
+            "fix it and run `memwiki sync` again"
+        )
     kept = _untracked_upstream(repo, ours, repo[target])
-    update.apply(
-        repo, journal, ref_name, target, f"memwiki sync: {kind} {tracking}", refused, checkpoint
-    )
+    message = f"memwiki sync: {kind} {tracking}"
+    update.apply(repo, journal, ref_name, target, message, in_the_way, checkpoint)
     _put_back(wiki, repo, kept)
     result.merged = "merge" if "merge" in (kind, result.merged) else kind
     result.conflicts.extend(conflicts)
@@ -301,7 +304,7 @@ def sync(
             checkpoint("fetched")
             while True:
                 with wiki.write_lock():
-                    _integrate(wiki, result, tracking, upstream, checkpoint)
+                    _integrate(wiki, config, result, tracking, upstream, checkpoint)
                 theirs = lookup(repo, tracking)
                 if theirs is not None and theirs.id == repo.references[ref_name].target:
                     break

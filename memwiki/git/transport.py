@@ -117,7 +117,7 @@ def _command(git: str, args: list[str], config, cwd: Path | None) -> tuple[list[
     # The user's own environment is passed through untouched: it carries their SSH agent,
     # proxies and GIT_* settings, which is the reason to run git at all. memwiki itself only
     # reads the variables config.py names.
-    env = {**os.environ, **_QUIET_ENV}
+    env = {**config.child_env, **_QUIET_ENV}
     if "HOME" in config.host_env:
         env["HOME"] = config.host_env["HOME"]
     token = config.get("git_token")

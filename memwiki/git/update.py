@@ -69,7 +69,10 @@ def _half_written(repo: pygit2.Repository, new: pygit2.Commit, path: str, file: 
     version loses nothing when the new version replaces it.)
     """
     try:
-        data = repo[new.tree[path].id].data
+        blob = repo[new.tree[path].id]
+        if not isinstance(blob, pygit2.Blob):
+            return False
+        data = blob.data
         size = file.stat().st_size
         if not file.is_file() or size >= len(data):
             return False
@@ -81,10 +84,10 @@ def _half_written(repo: pygit2.Repository, new: pygit2.Commit, path: str, file: 
 def _finish(repo: pygit2.Repository, ref, old: pygit2.Commit, new: pygit2.Commit) -> bool:
     workdir = Path(repo.workdir)
     paths: set[str] = set()
-    for delta in repo.diff(old.tree, new.tree).deltas:
+    for delta in repo.diff(old.tree, new.tree).deltas:  # type: ignore[call-overload]
         paths.update((delta.old_file.path, delta.new_file.path))
     for path in paths:
-        allowed = set()
+        allowed: set[str | None] = set()
         for tree in (old.tree, new.tree):
             try:
                 allowed.add(str(tree[path].id))
