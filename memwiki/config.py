@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import InvalidInput
+from .layout import SIDECAR
 
 # key -> (environment variable, default); the defaults that depend on $HOME are filled in load().
 SETTINGS: dict[str, tuple[str, str | None]] = {
@@ -81,7 +82,7 @@ class Config:
     @property
     def sidecar_path(self) -> Path:
         """<wiki>/.memwiki: the git-ignored folder of derived state (index, runs, logs)."""
-        return self.wiki_path / ".memwiki"
+        return self.wiki_path / SIDECAR
 
     @property
     def logs_dir(self) -> Path:

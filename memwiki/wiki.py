@@ -7,11 +7,12 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import recallfile as rfmod
 from .errors import InvalidInput, NotFound, StateError, StorageError
 from .fsutil import atomic_write_text, safe_join
+from .layout import GITIGNORE_LINE, SIDECAR
 from .lock import FileLock
 from .recallfile import Problem, RecallFile, check_slug
 
@@ -19,9 +20,7 @@ if TYPE_CHECKING:
     from .config import Config
     from .index.search import RetrievalResult
 
-SIDECAR = ".memwiki"
 TRACKS = ("memory", "skill")
-GITIGNORE_LINE = "/.memwiki/"
 PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
 
 
@@ -161,7 +160,7 @@ class Wiki:
 
     def _ensure_layout(self) -> list[str]:
         """Create what is missing of the layout; the relative paths it wrote."""
-        from importlib.resources import files
+        from .templating import load
 
         changed: list[str] = []
         for track in TRACKS:
@@ -176,15 +175,11 @@ class Wiki:
             changed.append(".gitignore")
         readme = self.root / "README.md"
         if not readme.exists():
-            atomic_write_text(
-                readme, (files("memwiki.templates") / "wiki" / "README.md").read_text()
-            )
+            atomic_write_text(readme, load("wiki/README.md"))
             changed.append("README.md")
         hooks = self.root / PRE_COMMIT_CONFIG
         if not hooks.exists():  # a repository's own pre-commit set-up (init --force) stays
-            atomic_write_text(
-                hooks, (files("memwiki.templates") / "wiki" / "pre-commit-config.yaml").read_text()
-            )
+            atomic_write_text(hooks, load("wiki/pre-commit-config.yaml"))
             changed.append(PRE_COMMIT_CONFIG)
         return changed
 
@@ -308,6 +303,7 @@ class Wiki:
                 ) from None
         if existing is not None and rf.raw_frontmatter is None:
             rf.raw_frontmatter = existing.raw_frontmatter
+            rf.bom = existing.bom  # a byte-order mark the file had stays
             rf.extra = {**existing.extra, **rf.extra}
         # One clock reading: a new file's 'created' and 'updated' must be equal.
         now = rfmod.now_iso()
@@ -360,7 +356,7 @@ class Wiki:
                 message or f"memwiki: delete {track}/{name}\n", [self._rel(path)]
             )
 
-    def commit_results(self, recall_files: list[dict], message: str | None = None) -> CommitResult:
+    def commit_results(self, recall_files: Any, message: str | None = None) -> CommitResult:
         """Validate all files, write them, and make one commit (all or nothing)."""
         if not isinstance(recall_files, list) or not recall_files:
             raise InvalidInput("recall_files must be a non-empty list")

@@ -293,8 +293,6 @@ def test_only_config_reads_the_environment():
 
 # namedtuple's public API is spelled with underscores.
 NAMEDTUPLE_API = {"_replace", "_asdict", "_fields", "_make"}
-# Known reach-ins being removed by their owners (issue 9 item 1: the markdown layer).
-KNOWN_REACH_INS = {"memwiki.lint:46 uses rfmod._key_line"}
 
 
 def _private_names_defined(tree: ast.Module) -> set[str]:
@@ -334,7 +332,7 @@ def test_no_module_uses_another_modules_private_attributes():
                 )
             ):
                 bad.append(f"{name}:{node.lineno} uses .{node.attr}")
-    assert not [b for b in bad if b.replace(" uses .", " uses rfmod.") not in KNOWN_REACH_INS], bad
+    assert not bad, bad
 
 
 def test_no_module_reaches_into_another_modules_private_names():
@@ -362,7 +360,7 @@ def test_no_module_reaches_into_another_modules_private_names():
                 and not node.attr.startswith("__")
             ):
                 bad.append(f"{name}:{node.lineno} uses {node.value.id}.{node.attr}")
-    assert not set(bad) - KNOWN_REACH_INS, bad
+    assert not bad, bad
 
 
 def test_modules_stay_small():

@@ -152,6 +152,8 @@ def test_scope_option_values(tmp_path):
     assert pj.scope(None, root) == "ledger"
     assert pj.scope("all", root) is None
     assert pj.scope("harbor", root) == "harbor"
+    assert pj.scope("auto", root / ".", wiki_root=root) is None  # the wiki is no project
+    assert pj.scope("harbor", root, wiki_root=root) == "harbor"
     from memwiki.errors import InvalidInput
 
     with pytest.raises(InvalidInput, match="--project"):

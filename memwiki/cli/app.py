@@ -156,4 +156,6 @@ def run(argv: list[str]) -> int:
     except typer.Abort:
         print("Aborted!", file=sys.stderr)
         return 1
+    except SystemExit as exc:  # Click's own exit, e.g. on a broken stdout pipe
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return code if isinstance(code, int) else 0

@@ -10,9 +10,12 @@ argv.RETRIEVE, and tests check that they agree.
 from __future__ import annotations
 
 import sys
-from argparse import Namespace
+from typing import TYPE_CHECKING
 
 from .argv import JSON_FLAG, RETRIEVE, Globals
+
+if TYPE_CHECKING:
+    from argparse import Namespace
 
 
 def parse_retrieve(args: list[str]) -> Namespace:
@@ -58,7 +61,8 @@ def run_retrieve(
 
     config = load({"wiki": wiki_path})
     wiki = Wiki.open(config.wiki_path, config)
-    preferred = scope(project, cwd or os.getcwd(), parse_map(config.projects), config.home)
+    mapping = parse_map(config.projects)
+    preferred = scope(project, cwd or os.getcwd(), mapping, config.home, wiki.root)
     result = wiki.retrieve(query, k=k, track=track, budget=budget, mode=mode, project=preferred)
     if as_json:
         from .output import emit_json

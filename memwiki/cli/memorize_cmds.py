@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from .context import config, open_wiki, reindex_for, state, wiki_option
+from .context import config, open_wiki, reindex_for, wiki_option
 from .options import JSON
 from .output import emit_json, print_committed, print_prepared, print_run_invalid
 
@@ -15,10 +15,10 @@ from .output import emit_json, print_committed, print_prepared, print_run_invali
 def prepare(
     files: list[str] = typer.Argument(..., help="1 to 10 session payload files, or - for stdin."),
     as_json: bool = JSON,
-    project: str = typer.Option(
+    project: str | None = typer.Option(
         None, "--project", help="The sessions' code project: a slug, or auto (this directory's)."
     ),
-    root: str = typer.Option(
+    root: str | None = typer.Option(
         None, "--root", help="The project's repository here (default: this directory's)."
     ),
 ) -> None:
@@ -30,9 +30,10 @@ def prepare(
 
     wiki = open_wiki()
     command = COMMIT_COMMAND
-    if state.wiki:
+    quoted = wiki_option()
+    if quoted is not None:
         # The executor may run in another directory: name this wiki explicitly.
-        path = wiki_option().replace("{", "{{").replace("}", "}}")
+        path = quoted.replace("{", "{{").replace("}", "}}")
         command = command.replace("memwiki ", f"memwiki --wiki {path} ", 1)
     stdin = sys.stdin.buffer if "-" in files else None
     result = memorize.prepare(

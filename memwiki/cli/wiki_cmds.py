@@ -267,7 +267,7 @@ def lint(
     if as_json:
         emit_json({"ok": not problems, "problems": [p.to_dict() for p in problems]})
     else:
-        for p in problems:
-            print(p)
+        for problem in problems:
+            print(problem)
     if problems:
         raise typer.Exit(1)

@@ -123,7 +123,7 @@ class Index:
         """The one-writer lock of the index."""
         from ..lock import FileLock
 
-        return FileLock(self.root / ".memwiki" / "index.lock", timeout=600)
+        return FileLock(self.wiki.sidecar / "index.lock", timeout=600)
 
     def _check(self, state: st.State | None) -> str | None:
         """Why this state cannot be used as it is, or None."""

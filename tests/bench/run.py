@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import latency  # noqa: E402
 import locomo  # noqa: E402
 import projects  # noqa: E402
+import scrub  # noqa: E402
 
 
 def main() -> None:
@@ -35,6 +36,7 @@ def main() -> None:
     projects.print_table(projects.run(["bm25", "vector", "hybrid"]))  # scoped vs unscoped
     if not args.skip_latency:
         latency.main(files=args.files)
+    scrub.main()
     print(f"\nbench finished in {time.time() - started:.0f} s")
 
 

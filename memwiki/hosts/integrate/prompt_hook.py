@@ -6,11 +6,11 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 from ...config import Config
 from ...errors import MemwikiError
+from ...timestamps import now_iso
 
 EVENT = "UserPromptSubmit"
 # Larger additional context is cut to a preview by Claude Code (hosts.md §8: 10k chars arrived).
@@ -22,14 +22,14 @@ CUT_NOTE = "\n[memwiki: cut to fit; run `memwiki retrieve` for the rest]"
 
 def hook_log_path(config: Config) -> Path:
     """<wiki>/.memwiki/logs/hook.log."""
-    return config.wiki_path / ".memwiki" / "logs" / "hook.log"
+    return config.logs_dir / "hook.log"
 
 
 def _log(log_path: Path | None, reason: str, started: float) -> None:
     # One line, no prompt or memory text: only what went wrong and how long it took.
     if log_path is None:
         return
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = now_iso()
     elapsed = int((time.monotonic() - started) * 1000)
     try:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
@@ -148,7 +148,8 @@ def retrieve_for(config: Config) -> Callable[[str, str | None], str]:
 
         wiki = Wiki.open(config.wiki_path, config)
         # The payload's cwd is the session's project; the hook's own cwd is only a fallback.
-        project = scope("auto", cwd or os.getcwd(), parse_map(config.projects), config.home)
+        mapping = parse_map(config.projects)
+        project = scope("auto", cwd or os.getcwd(), mapping, config.home, wiki.root)
         result = wiki.retrieve(prompt, notify=lambda _msg: None, project=project)
         return result.to_markdown() if result.results else ""
 

@@ -137,7 +137,7 @@ def session_project(sl: SessionSlice, config: Config) -> dict[str, Any] | None:
 
     if not sl.cwd:
         return None
-    found = identify(sl.cwd, parse_map(config.get("projects")), config.home)
+    found = identify(sl.cwd, parse_map(config.projects), config.home)
     return {"project": found.slug, "root": found.root, "cwd": sl.cwd} if found else None
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from ...config import Config
 from .base import JsonlSource, ReadResult, SessionRef, env_path, newest_first
 from .records import ROLES, TOOL_CALL_BLOCKS, Verdict, block_items, block_types, tool_result
-from .sqlite_ro import connect_ro, epoch_seconds, table_columns
+from .sqlite_ro import connect_ro, epoch_seconds, reading, table_columns
 
 HOST = "openclaw"
 DB_RELPATH = ("agent", "openclaw-agent.sqlite")
@@ -145,7 +145,7 @@ class Source(JsonlSource):
             return super().read(ref, entry)
         raw_sid = ref.session_id.split("/", 1)[1]
         entry = entry or {}
-        with connect_ro(ref.path) as conn:
+        with reading(ref.path) as conn:
             gen = _generations(conn).get(raw_sid, 0)
             pos = int(entry.get("pos", 0)) if entry.get("generation", 0) == gen else 0
             rows = conn.execute(
@@ -154,7 +154,7 @@ class Source(JsonlSource):
                 (raw_sid, pos),
             ).fetchall()
         cursor = {
-            "pos": max([pos, *(r[0] for r in rows)]),
+            "pos": max([pos, *(r[0] for r in rows if isinstance(r[0], int))]),
             "generation": gen,
             "sig": ref.signature,
             "session_id": ref.session_id,
@@ -176,7 +176,8 @@ def _generations(conn: sqlite3.Connection) -> dict[Any, int]:
     if "generation" not in table_columns(conn, "transcript_rewrite_watermarks"):
         return {}
     return {
-        sid: int(gen or 0)
+        # a generation the host did not write as an integer counts as 0, not as a crash
+        sid: gen if isinstance(gen, int) else 0
         for sid, gen in conn.execute(
             "SELECT session_id, generation FROM transcript_rewrite_watermarks"
         )
