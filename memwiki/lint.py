@@ -111,6 +111,7 @@ def _other_conflict_copies(wiki: Wiki, reported: set[str]) -> list[Problem]:
                 "that file, then delete this one",
             )
         )
+    return out
 
 
 def outside_symlinks(root: Path) -> list[Problem]:

@@ -193,7 +193,7 @@ def commit_paths(
 def changes_of(repo: pygit2.Repository, commit: pygit2.Commit) -> Changes:
     """What a commit changed against its first parent (renames detected)."""
     if commit.parents:
-        return classify(repo.diff(commit.parents[0].tree, commit.tree))  # type: ignore[call-overload]
+        return classify(repo.diff(commit.parents[0].tree, commit.tree))
     return classify(commit.tree.diff_to_tree(swap=True))
 
 

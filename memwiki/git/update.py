@@ -84,7 +84,7 @@ def _half_written(repo: pygit2.Repository, new: pygit2.Commit, path: str, file: 
 def _finish(repo: pygit2.Repository, ref, old: pygit2.Commit, new: pygit2.Commit) -> bool:
     workdir = Path(repo.workdir)
     paths: set[str] = set()
-    for delta in repo.diff(old.tree, new.tree).deltas:  # type: ignore[call-overload]
+    for delta in repo.diff(old.tree, new.tree).deltas:
         paths.update((delta.old_file.path, delta.new_file.path))
     for path in paths:
         allowed: set[str | None] = set()
