@@ -223,8 +223,8 @@ def mask_spans(text: str) -> str:
         return text
     # Inside a span a backslash is literal, so closing runs are found among all runs.
     runs: dict[int, list[int]] = {}
-    for m in _RUN.finditer(text):
-        runs.setdefault(m.end() - m.start(), []).append(m.start())
+    for run in _RUN.finditer(text):
+        runs.setdefault(run.end() - run.start(), []).append(run.start())
     out: list[str] | None = None
     i = 0
     while True:

@@ -123,7 +123,7 @@ def chunk(
 ) -> list[Item]:
     """Cut a file's body into items; body_first_line is the file line the body starts on."""
     lines = body.splitlines()
-    meta = dict(path=path, track=track, name=name, description=description, tags=tuple(tags))
+    meta: dict = dict(path=path, track=track, name=name, description=description, tags=tuple(tags))
     secs = [s for s in sections(lines) if any(lines[i].strip() for i in range(s[1], s[2] + 1))]
     if not secs:
         last = body_first_line + max(len(lines) - 1, 0)

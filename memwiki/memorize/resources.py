@@ -275,7 +275,8 @@ def _verify_mixed(candidates: list[tuple[str, Path | None]], root: Path):
 
 def _section(lines: list[str]) -> tuple[int, int] | None:
     """(first line after the `## Resources` heading, end of its section), 0-based, or None."""
-    start = level = None
+    start: int | None = None
+    level = 0
     for i, h in enumerate(markdown.headings(lines)):
         if h is None:
             continue
