@@ -169,11 +169,9 @@ class Wiki:
                 keep.parent.mkdir(parents=True, exist_ok=True)
                 keep.write_text("")
                 changed.append(f"{track}/.gitkeep")
-        gi = self.root / ".gitignore"
-        text = gi.read_text(encoding="utf-8") if gi.exists() else ""
-        if GITIGNORE_LINE not in text.splitlines():
-            sep = "" if not text or text.endswith("\n") else "\n"
-            atomic_write_text(gi, text + sep + GITIGNORE_LINE + "\n")
+        from .git.repo import ensure_gitignore
+
+        if ensure_gitignore(self.root):
             changed.append(".gitignore")
         readme = self.root / "README.md"
         if not readme.exists():
@@ -398,10 +396,10 @@ class Wiki:
             oid, changes = gitstore.commit_all(self.repo, message)
         else:
             oid, changes = gitstore.commit_paths(self.repo, paths, message)
-        groups: dict[str, list[str]] = {"created": [], "updated": [], "deleted": []}
-        for c in changes:
-            groups[c.status].append(c.path)
-        return CommitResult(oid, groups["created"], groups["updated"], groups["deleted"])
+        # A rename is its old path deleted and its new path created (the message names it).
+        created = sorted(changes.created + [new for _, new in changes.renamed])
+        deleted = sorted(changes.deleted + [old for old, _ in changes.renamed])
+        return CommitResult(oid, created, changes.updated, deleted)
 
     def log(self, track: str | None = None, name: str | None = None, limit: int = 20):
         """Commits touching the wiki, or one RecallFile, newest first."""
