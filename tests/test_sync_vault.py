@@ -329,3 +329,74 @@ def test_clone_installs_the_wikis_pre_commit_hooks_or_says_how(tmp_path, run_mem
     done = run_memwiki("clone", remote, tmp_path / "without", env={"PATH": str(bin_dir)})
     assert done.returncode == 0, done.stderr
     assert "pre-commit is not installed" in done.stderr and "memwiki hooks install" in done.stderr
+
+
+def test_a_sidecar_another_device_committed_never_reaches_this_one(tmp_path):
+    remote, a, b = two_devices(tmp_path)
+    # B ran an old tool that committed its sidecar, and pushed with plain git.
+    write(b.root, ".memwiki/sync.json", '{"from": "B"}\n')
+    gitcli(b.root, "add", "-f", ".memwiki/sync.json")
+    gitcli(b.root, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "old tool")
+    gitcli(b.root, "push", "-q", "origin", "main")
+    a.sidecar.mkdir(exist_ok=True)
+    (a.sidecar / "mine.txt").write_text("A's own\n")
+    write(a.root, "memory/from-a.md", recall("from-a", "A.\n"))
+    result = syncmod.sync(a, load())
+    assert result.pushed and result.merged == "merge"
+    assert (a.sidecar / "mine.txt").read_text() == "A's own\n"
+    assert (
+        not (a.sidecar / "sync.json").exists()
+        or "from" not in (a.sidecar / "sync.json").read_text()
+    )
+    for root in (a.root, remote):
+        names = gitcli(root, "ls-tree", "-r", "--name-only", "HEAD" if root == a.root else "main")
+        assert ".memwiki/" not in names
+    assert "Left out: .memwiki/" in gitcli(a.root, "log", "-1", "--format=%B")
+
+
+def test_installed_pre_commit_hooks_check_what_sync_commits(tmp_path, monkeypatch):
+    venv_bin = Path(sys.executable).parent
+    if not (venv_bin / "pre-commit").exists():
+        pytest.skip("pre-commit is not installed beside this Python")
+    monkeypatch.setenv("PATH", f"{venv_bin}:{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("PRE_COMMIT_HOME", str(tmp_path / "pre-commit-home"))
+    remote, a, _ = two_devices(tmp_path)
+    # The wiki's own hook config, plus a team rule: no "FORBIDDEN" in any note.
+    config = (a.root / ".pre-commit-config.yaml").read_text()
+    config += (
+        "      - id: no-forbidden\n"
+        "        name: no FORBIDDEN words\n"
+        "        entry: FORBIDDEN\n"
+        "        language: pygrep\n"
+        "        files: \\.md$\n"
+    )
+    (a.root / ".pre-commit-config.yaml").write_text(config)
+    a.commit()
+    subprocess.run([str(venv_bin / "pre-commit"), "install"], cwd=a.root, check=True,
+                   capture_output=True)  # fmt: skip
+    write(a.root, "memory/fine.md", recall("fine", "All good.\n"))
+    write(a.root, "memory/secret.md", recall("secret", "This is FORBIDDEN here.\n"))
+    result = syncmod.sync(a, load())
+    (refused,) = result.not_committed
+    assert refused["path"] == "memory/secret.md"
+    assert "pre-commit hooks refused it" in refused["problem"]
+    names = gitcli(remote, "ls-tree", "-r", "--name-only", "main")
+    assert "memory/fine.md" in names and "memory/secret.md" not in names
+    assert (a.root / "memory/secret.md").is_file()
+
+
+def test_server_messages_reach_the_summary_and_doctor_names_a_broken_remote(
+    tmp_path, cli, run_memwiki
+):
+    remote, a, _ = two_devices(tmp_path)
+    hook = remote / "hooks" / "post-receive"
+    hook.write_text("#!/bin/sh\necho 'Thanks: CI will index this push.' >&2\n")
+    hook.chmod(0o755)
+    write(a.root, "memory/note.md", recall("note", "Note.\n"))
+    code, out, _ = cli("--wiki", a.root, "sync")
+    assert code == 0 and "remote:   Thanks: CI will index this push." in out
+    assert cli("--wiki", a.root, "remote", "add", tmp_path / "gone.git")[0] == 0
+    done = run_memwiki("--wiki", a.root, "doctor")
+    assert done.returncode == 1
+    (line,) = [ln for ln in done.stdout.splitlines() if " remote " in ln]
+    assert line.startswith("FAIL  remote     origin ") and f"cannot reach {tmp_path}" in line

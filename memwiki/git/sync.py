@@ -199,6 +199,28 @@ def _renamed_from(repo, held: set[str]) -> set[str]:
     return out
 
 
+def _without_sidecar(repo, ours, theirs, target, where: str):
+    """target, or a merge like it without .memwiki/ when another device committed its sidecar.
+
+    Checking such a tree out would overwrite this device's own sidecar (locks, journal).
+    """
+    commit = repo[target].peel(pygit2.Commit)
+    if gitstore.SIDECAR_PREFIX.rstrip("/") not in commit.tree:
+        return target
+    index = pygit2.Index()
+    index.read_tree(commit.tree)
+    for path in [e.path for e in index if e.path.startswith(gitstore.SIDECAR_PREFIX)]:
+        index.remove(path)
+    sig = gitstore.signature(repo)
+    if target == theirs.id:  # was a fast-forward: now a merge, so the sidecar stays out
+        message = merge_message(f"memwiki sync: merge {where}", [])
+    else:
+        message = commit.message
+    message = message.rstrip("\n") + "\n\nLeft out: .memwiki/ (never committed)\n"
+    tree = index.write_tree(repo)
+    return repo.create_commit(None, sig, sig, message, tree, [ours.id, theirs.id])
+
+
 def _untracked_upstream(repo, ours, target) -> dict[str, bytes]:
     """Files the update deletes, as they are on disk: maybe another device untracked them."""
     kept = {}
@@ -253,6 +275,9 @@ def _integrate(wiki, config, result: SyncResult, tracking: str, upstream: str, c
             repo, ours, theirs, LABEL, lambda found: _merge_message(result.remote, upstream, found)
         )
         kind = "merge"
+    cleaned = _without_sidecar(repo, ours, theirs, target, f"{result.remote}/{upstream}")
+    if cleaned != target:
+        target, kind = cleaned, "merge"
     journal = update.journal_path(wiki.sidecar)
     update.record(journal, ref_name, ours.id, target)
     checkpoint("merge-made")
