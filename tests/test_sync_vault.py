@@ -383,3 +383,20 @@ def test_installed_pre_commit_hooks_check_what_sync_commits(tmp_path, monkeypatc
     names = gitcli(remote, "ls-tree", "-r", "--name-only", "main")
     assert "memory/fine.md" in names and "memory/secret.md" not in names
     assert (a.root / "memory/secret.md").is_file()
+
+
+def test_server_messages_reach_the_summary_and_doctor_names_a_broken_remote(
+    tmp_path, cli, run_memwiki
+):
+    remote, a, _ = two_devices(tmp_path)
+    hook = remote / "hooks" / "post-receive"
+    hook.write_text("#!/bin/sh\necho 'Thanks: CI will index this push.' >&2\n")
+    hook.chmod(0o755)
+    write(a.root, "memory/note.md", recall("note", "Note.\n"))
+    code, out, _ = cli("--wiki", a.root, "sync")
+    assert code == 0 and "remote:   Thanks: CI will index this push." in out
+    assert cli("--wiki", a.root, "remote", "add", tmp_path / "gone.git")[0] == 0
+    done = run_memwiki("--wiki", a.root, "doctor")
+    assert done.returncode == 1
+    (line,) = [ln for ln in done.stdout.splitlines() if " remote " in ln]
+    assert line.startswith("FAIL  remote     origin ") and f"cannot reach {tmp_path}" in line

@@ -259,7 +259,7 @@ def retrieve(
     fused, scope = scope_to_project(rows, fused, project, query)
     results = _rollup(snap, fused, k)
     _fill_sections(snap, results, fused, budget)
-    facts = {
+    facts: dict[str, object] = {
         "files": sum(1 for f in snap.state.files.values() if not f.problem),
         "items": len(rows),
         "embedder": snap.state.embedder if used_mode != "bm25" else None,
