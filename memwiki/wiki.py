@@ -162,7 +162,7 @@ class Wiki:
 
     def _ensure_layout(self) -> list[str]:
         """Create what is missing of the layout; the relative paths it wrote."""
-        from importlib.resources import files
+        from .templating import load
 
         changed: list[str] = []
         for track in TRACKS:
@@ -179,15 +179,11 @@ class Wiki:
             changed.append(".gitignore")
         readme = self.root / "README.md"
         if not readme.exists():
-            atomic_write_text(
-                readme, (files("memwiki.templates") / "wiki" / "README.md").read_text()
-            )
+            atomic_write_text(readme, load("wiki/README.md"))
             changed.append("README.md")
         hooks = self.root / PRE_COMMIT_CONFIG
         if not hooks.exists():  # a repository's own pre-commit set-up (init --force) stays
-            atomic_write_text(
-                hooks, (files("memwiki.templates") / "wiki" / "pre-commit-config.yaml").read_text()
-            )
+            atomic_write_text(hooks, load("wiki/pre-commit-config.yaml"))
             changed.append(PRE_COMMIT_CONFIG)
         return changed
 
@@ -313,6 +309,7 @@ class Wiki:
                 ) from None
         if existing is not None and rf.raw_frontmatter is None:
             rf.raw_frontmatter = existing.raw_frontmatter
+            rf.bom = existing.bom  # a byte-order mark the file had stays
             rf.extra = {**existing.extra, **rf.extra}
         # One clock reading: a new file's 'created' and 'updated' must be equal.
         now = rfmod.now_iso()

@@ -124,15 +124,15 @@ def _merge_ignoring_updated(
         texts = [repo[e.id].data.decode("utf-8") if e else None for e in (anc, ours, theirs)]
     except UnicodeDecodeError:
         return None
-    agreed = {}
+    agreed: dict[str, str] = {}
     for key, (_, pick) in _STAMPS.items():
-        stamps = [_stamp_value(t, key) for t in texts[1:] if t is not None]
-        stamps = [v for v in stamps if v]
+        found = [_stamp_value(t, key) for t in texts[1:] if t is not None]
+        stamps = [v for v in found if v]
         if len(stamps) == 2 and stamps[0] != stamps[1]:
             agreed[key] = pick(stamps)
     if "updated" not in agreed:
         return None  # the timestamps are not what conflicts
-    entries = []
+    entries: list[pygit2.IndexEntry | None] = []
     for entry, text in zip((anc, ours, theirs), texts, strict=True):
         if entry is None or text is None:
             entries.append(None)

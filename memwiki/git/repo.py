@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
 import pygit2
 
+from .. import timestamps
 from ..errors import StorageError
 
 FALLBACK_NAME = "memwiki"
@@ -213,7 +213,7 @@ def log(repo: pygit2.Repository, path: str | None = None, limit: int = 20) -> li
             changes = [c for c in changes if c.path == path]
             if not changes:
                 continue
-        when = dt.datetime.fromtimestamp(commit.commit_time, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        when = timestamps.from_epoch(commit.commit_time)
         entries.append(
             LogEntry(str(commit.id), commit.author.name, when, commit.message.strip(), changes)
         )

@@ -151,12 +151,3 @@ def search(
         # Whoosh's block-quality skipping costs more than it saves on OR queries this size.
         hits = searcher.search(q, limit=limit, filter=filt, optimize=False)
         return [(hit["id"], float(hit.score)) for hit in hits]
-
-
-def doc_ids(directory: Path) -> set[str]:
-    """Every item id in the index (for consistency checks and tests)."""
-    from whoosh import index
-
-    ix = index.open_dir(str(directory), indexname=INDEX_NAME)
-    with ix.searcher() as searcher:
-        return {fields["id"] for fields in searcher.all_stored_fields()}

@@ -66,7 +66,17 @@ class FileResult:
             "project": self.projects[0] if self.projects else None,
             "projects": list(self.projects),
             "sections": [s.to_dict() for s in self.sections],
+            **({"conflict": True, "conflict_of": self.conflict_of} if self.conflict_of else {}),
         }
+
+    @property
+    def conflict_of(self) -> str | None:
+        """The original's path when this file is an unresolved conflict copy memwiki wrote."""
+        from ..recallfile import conflict_copy_of
+
+        folder, _, base = self.path.rpartition("/")
+        stem = conflict_copy_of(base)
+        return None if stem is None else f"{folder}/{stem}.md" if folder else f"{stem}.md"
 
 
 @dataclass
@@ -98,8 +108,9 @@ class RetrievalResult:
         n = len(self.results)
         out = [f'<!-- memwiki: {n} file{"" if n == 1 else "s"} for "{self.query}" -->']
         for r in self.results:
+            mark = f" (unresolved conflict copy of {r.conflict_of})" if r.conflict_of else ""
             owner = f" (project: {', '.join(r.projects)})" if r.projects else ""
-            out.append(f"\n## {r.path}\n{r.name}: {r.description}{owner}")
+            out.append(f"\n## {r.path}{mark}\n{r.name}: {r.description}{owner}")
             for s in r.sections:
                 where = f"lines {s.start_line}-{s.end_line}"
                 out.append(f"\n### {s.heading} ({where})" if s.heading else f"\n### ({where})")

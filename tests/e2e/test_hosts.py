@@ -16,7 +16,7 @@ import pytest
 
 from . import capture, clients
 from .harness import Sandbox, request_text
-from .profiles import PROFILES
+from .profiles import OPENCLAW_LONG_NOTE, PROFILES
 
 LATEST = os.environ.get("LATEST") == "1"
 HOSTS = [h for h in (os.environ.get("MEMWIKI_E2E_HOSTS") or ",".join(PROFILES)).split(",") if h]
@@ -138,6 +138,8 @@ class TestHost:
         paths = [t[k] for t in out["transcripts"] for k in ("full", "messages") if k in t]
         texts = {t: Path(t).read_text() for t in paths if Path(t).is_file()}
         assert any(USER_WORDS in t for t in texts.values()), texts
+        if world.host == "openclaw":  # stored compressed: read, not lost
+            assert any(OPENCLAW_LONG_NOTE.strip() in t for t in texts.values()), texts
         for path, t in texts.items():
             assert BLOCK_MARK not in t, f"injected block mined as conversation in {path}"
         conv = [t for p_, t in texts.items() if p_.endswith("-messages.md")]

@@ -6,11 +6,11 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 from ...config import Config
 from ...errors import MemwikiError
+from ...timestamps import now_iso
 
 EVENT = "UserPromptSubmit"
 # Larger additional context is cut to a preview by Claude Code (hosts.md §8: 10k chars arrived).
@@ -29,7 +29,7 @@ def _log(log_path: Path | None, reason: str, started: float) -> None:
     # One line, no prompt or memory text: only what went wrong and how long it took.
     if log_path is None:
         return
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = now_iso()
     elapsed = int((time.monotonic() - started) * 1000)
     try:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ class SessionSlice:
     counts: dict[str, int]
     session: dict[str, Any] | None  # schema 1.0 session, or None when no message is new
     cwd: str | None = None  # the session's working directory, when the host records it
+    problems: list[str] = field(default_factory=list)  # records that could not be decoded
 
     @property
     def memorizable(self) -> bool:
@@ -79,6 +80,9 @@ class ReadResult:
     records: list[Any]
     cursor: dict[str, Any]
     extra_drops: int = 0  # records the reader itself recognised as duplicates
+    # Records that could not be decoded (e.g. a compressed event that does not unpack): the
+    # cursor stops before the first one, so they are offered again, never silently passed.
+    undecodable: list[str] = field(default_factory=list)
 
 
 class TranscriptSource(ABC):

@@ -215,7 +215,13 @@ def bridge_prepare(
             return resumed
         state = load_cursor(directory / CURSOR_FILE)
         slices = collect_new_sessions(
-            host, config, state, session_dir, max_sessions, skip_session_ids=self_ids
+            host,
+            config,
+            state,
+            session_dir,
+            max_sessions,
+            skip_session_ids=self_ids,
+            warnings=warnings,
         )
         chosen = [sl for sl in slices if sl.memorizable][:max_sessions]
         advanced = len(slices) - len(chosen)
