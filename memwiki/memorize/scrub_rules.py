@@ -20,6 +20,7 @@ from .scrub_values import (
     STRONG,
     assignment_secret,
     hex_key,
+    is_placeholder,
     key_strength,
     looks_random,
     passwordish,
@@ -151,7 +152,7 @@ _BLOCK_RULES = [
 ]  # fmt: skip
 _CLASS_RULES = [
     _rx(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\"'<>]*:([^\s@/\"'<>]+)@", "url-password", 1,
-        lambda v, m: not value_is_code(v, False), ("://",)),
+        lambda v, m: not is_placeholder(v), ("://",)),
     _rx(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://([A-Za-z0-9_\-]{20,})@", "url-password", 1,
         lambda v, m: looks_random(v, 20) or hex_key(v), ("://",)),
     _rx(r"(?i:\bbearer)\s+(?=[A-Za-z0-9._~+/\-]*[0-9])([A-Za-z0-9._~+/\-]{16,}=*)",
