@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import InvalidInput
+from .layout import SIDECAR
 
 # key -> (environment variable, default); the defaults that depend on $HOME are filled in load().
 SETTINGS: dict[str, tuple[str, str | None]] = {
@@ -19,6 +20,8 @@ SETTINGS: dict[str, tuple[str, str | None]] = {
     "git_token": ("MEMWIKI_GIT_TOKEN", None),
     "bridging_run": ("MEMWIKI_BRIDGING_RUN", None),
     "hook_budget_ms": ("MEMWIKI_HOOK_BUDGET_MS", "1500"),
+    # `KEY=slug, ...`: a directory prefix or a remote URL mapped to a project (memwiki/project.py)
+    "projects": ("MEMWIKI_PROJECTS", None),
 }
 
 # Host variables memwiki reads but does not own (hosts.md): they live here so that the
@@ -71,9 +74,49 @@ class Config:
         return Path(value).expanduser()
 
     @property
+    def sidecar_path(self) -> Path:
+        """<wiki>/.memwiki: the git-ignored folder of derived state (index, runs, logs)."""
+        return self.wiki_path / SIDECAR
+
+    @property
+    def logs_dir(self) -> Path:
+        """<wiki>/.memwiki/logs."""
+        return self.sidecar_path / "logs"
+
+    @property
+    def embed(self) -> str:
+        """The embedder setting, normalised: "onnx" or "none" (another value is refused later)."""
+        return (self.get("embed") or "onnx").strip().lower()
+
+    @property
+    def embed_model_dir(self) -> Path | None:
+        """A directory holding model.onnx and tokenizer.json to use instead of the bundled model."""
+        value = self.get("embed_model_dir")
+        return Path(value).expanduser() if value else None
+
+    @property
+    def git_token(self) -> str | None:
+        """The token for https remotes (MEMWIKI_GIT_TOKEN), if any."""
+        return self.get("git_token") or None
+
+    @property
     def bridging_run(self) -> bool:
         """True when the scheduled bridging wrapper started this process."""
         return (self.get("bridging_run") or "") not in ("", "0", "false", "no")
+
+    @property
+    def projects(self) -> str | None:
+        """The `KEY=slug, ...` project map as written (memwiki.project.parse_map reads it)."""
+        return self.get("projects")
+
+    @property
+    def hook_budget_s(self) -> float:
+        """The prompt hook's time budget in seconds (a malformed value means the default)."""
+        default = int(SETTINGS["hook_budget_ms"][1] or 0)
+        try:
+            return max(0.0, int(self.get("hook_budget_ms") or default) / 1000)
+        except ValueError:
+            return default / 1000
 
 
 def config_file_path(environ: dict[str, str]) -> Path:

@@ -26,7 +26,7 @@ def run_checks(config) -> list[Check]:
 
     checks: list[Check] = []
     try:
-        wiki = Wiki.open(config.wiki_path)
+        wiki = Wiki.open(config.wiki_path, config)
     except MemwikiError as exc:
         return [Check("wiki", False, exc.message)]
     checks.append(Check("wiki", True, f"{wiki.root} ({config.settings['wiki'].source})"))
@@ -60,7 +60,7 @@ def _index(wiki, config):
     messages: list[str] = []
     index = Index(wiki, config, notify=messages.append)
     try:
-        before, problem = index._load()
+        before, problem = index.committed_state()
         changes, _ = st.scan(wiki.root, before) if before else (None, None)
         snap = index.snapshot(need_vectors=True)
     except Exception as exc:

@@ -17,17 +17,14 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from . import markdown
 from .errors import NotFound
-from .recallfile import Problem, split_frontmatter
+from .recallfile import COPY_RE, MAX_FILE_BYTES, Problem
 
 if TYPE_CHECKING:
     from .wiki import Wiki
 
 LINK_RE = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
-_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-_FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
-_LIST_ITEM = re.compile(r"^( *)([-+*]|\d{1,9}[.)])( +|$)")
-_HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
 # Files Obsidian embeds or links as attachments (its "Accepted file formats"); a link to one
 # of these is never a RecallFile link, present or not.
 ATTACHMENT_EXTS = frozenset(
@@ -74,106 +71,6 @@ class Link:
 # ------------------------------------------------------------------ parsing
 
 
-def _mask_blocks(lines: list[str]) -> list[str]:
-    """The lines with fenced and indented code blocks blanked (line numbers kept)."""
-    out: list[str] = []
-    fence: tuple[str, int, int] | None = None  # (char, length, indent base)
-    after_break = True  # an indented line here starts a code block (it cannot continue text)
-    in_code = False
-    list_col: int | None = None  # content column of the open list item, if any
-    for raw in lines:
-        text = raw.expandtabs(4)
-        if fence is not None:
-            m = _FENCE_CLOSE.match(text[fence[2] :] if _indent(text) >= fence[2] else text)
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= fence[1]:
-                fence, after_break = None, True
-            out.append("")
-            continue
-        if not text.strip():
-            out.append("")
-            after_break = True
-            continue
-        indent = _indent(text)
-        is_item = _LIST_ITEM.match(text)
-        if list_col is not None and after_break and indent < list_col and not is_item:
-            list_col = None  # a blank line and an outdented paragraph end the list
-        base = list_col if list_col is not None and indent >= list_col else 0
-        if indent - base >= 4 and (after_break or in_code):
-            in_code = True
-            out.append("")
-            continue
-        in_code = False
-        m = _FENCE_OPEN.match(text[base:])
-        if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
-            fence = (m.group(1)[0], len(m.group(1)), base)
-            out.append("")
-            continue
-        if is_item:
-            marker = is_item.group(1) + is_item.group(2)
-            spaces = len(is_item.group(3))
-            list_col = len(marker) + (spaces if 0 < spaces <= 4 else 1)
-        # A heading cannot be continued, so an indented line right after one is code.
-        after_break = bool(_HEADING.match(text))
-        out.append(raw)
-    return out
-
-
-def _indent(text: str) -> int:
-    return len(text) - len(text.lstrip(" "))
-
-
-def _mask_spans(text: str) -> str:
-    """Blank inline code spans (backtick runs closed by a run of the same length)."""
-    out = list(text)
-    i, n = 0, len(text)
-    while i < n:
-        if text[i] == "\\":
-            i += 2  # an escaped backtick opens nothing
-            continue
-        if text[i] != "`":
-            i += 1
-            continue
-        j = i
-        while j < n and text[j] == "`":
-            j += 1
-        run, k, close = j - i, j, -1
-        while k < n:
-            if text[k] != "`":
-                k += 1
-                continue
-            e = k
-            while e < n and text[e] == "`":
-                e += 1
-            if e - k == run:
-                close = k
-                break
-            k = e
-        if close < 0:
-            i = j  # an unmatched run is literal text
-            continue
-        for p in range(i, close + run):
-            if out[p] != "\n":
-                out[p] = " "
-        i = close + run
-    return "".join(out)
-
-
-def _mask_code(lines: list[str]) -> list[str]:
-    """Lines with every kind of code blanked: links in code are examples, not links."""
-    blocks = _mask_blocks(lines)
-    out: list[str] = []
-    para: list[str] = []
-    for line in [*blocks, ""]:
-        if line.strip():
-            para.append(line)
-            continue
-        if para:  # a code span may run over several lines of one paragraph
-            out.extend(_mask_spans("\n".join(para)).split("\n"))
-            para = []
-        out.append(line)
-    return out[:-1]
-
-
 def parse_target(inner: str) -> tuple[str, str | None, str | None]:
     """The inside of `[[...]]` as (name, heading, label); name has no `.md`."""
     target, bar, label = inner.partition("|")
@@ -187,13 +84,9 @@ def parse_target(inner: str) -> tuple[str, str | None, str | None]:
 
 def scan(text: str) -> list[tuple[int, str, str, bool]]:
     """Every wikilink outside code in a file's text: (line, raw, inner, embed)."""
-    parts = split_frontmatter(text)
-    if parts is None:
-        body, first = text, 1
-    else:
-        body, first = parts[1], parts[2]
+    body, first = markdown.body_of(text)
     found = []
-    for n, line in enumerate(_mask_code(body.splitlines()), first):
+    for n, line in enumerate(markdown.mask_code(body.splitlines()), first):
         if "[[" in line:
             for m in LINK_RE.finditer(line):
                 found.append((n, m.group(0), m.group(2), m.group(1) == "!"))
@@ -203,12 +96,12 @@ def scan(text: str) -> list[tuple[int, str, str, bool]]:
 def _aliases(text: str) -> list[str]:
     import yaml
 
-    parts = split_frontmatter(text)
-    if parts is None or "aliases" not in parts[0]:
+    parts = markdown.split_frontmatter(text)
+    if parts is None or "aliases" not in parts.text:
         return []
     try:
-        data = yaml.safe_load(parts[0])
-    except yaml.YAMLError:
+        data = yaml.safe_load(parts.text)
+    except (yaml.YAMLError, ValueError, OverflowError, RecursionError):
         return []  # lint reports the frontmatter; its links still count
     value = data.get("aliases") if isinstance(data, dict) else None
     if isinstance(value, str):
@@ -227,8 +120,6 @@ class LinkIndex:
     """Every note of a wiki with its links resolved: the vault as Obsidian sees it."""
 
     def __init__(self, wiki: Wiki):
-        from .git.conflicts import COPY_RE
-
         self.wiki = wiki
         self.root = wiki.root
         self.notes: list[str] = _note_paths(wiki)
@@ -239,6 +130,8 @@ class LinkIndex:
         for rel in self.notes:
             self._by_stem.setdefault(posixpath.basename(rel)[:-3].lower(), []).append(rel)
             try:
+                if (self.root / rel).stat().st_size > MAX_FILE_BYTES:
+                    continue  # lint reports its size; its links are not read
                 texts[rel] = (self.root / rel).read_bytes().decode("utf-8", "replace")
             except OSError:
                 continue  # unreadable: lint says so; it has no links and no aliases
@@ -358,11 +251,6 @@ def _rel_of(wiki: Wiki, track: str, name: str) -> str:
 def outgoing(wiki: Wiki, track: str, name: str) -> list[Link]:
     """The wikilinks in track/name, in file order (target None when broken)."""
     return LinkIndex(wiki).outgoing(_rel_of(wiki, track, name))
-
-
-def backlinks(wiki: Wiki, track: str, name: str) -> list[Link]:
-    """The wikilinks in other files that resolve to track/name."""
-    return LinkIndex(wiki).backlinks(_rel_of(wiki, track, name))
 
 
 def link_graph(wiki: Wiki) -> dict[str, set[str]]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from . import markdown
 from . import recallfile as rfmod
-from .git.conflicts import COPY_RE
 from .links import broken_links
-from .recallfile import Problem
+from .recallfile import COPY_RE, Problem
 
 if TYPE_CHECKING:
     from .wiki import Wiki
@@ -43,7 +43,7 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
             problems.append(
                 Problem(
                     rel,
-                    rfmod._key_line(rf.raw_frontmatter or "", "conflict_of"),
+                    markdown.key_line(rf.raw_frontmatter or "", "conflict_of"),
                     f"unresolved conflict copy of {rf.extra['conflict_of']}: "
                     "merge what you want to keep into it, then delete this file",
                 )
@@ -68,7 +68,7 @@ def _stray_files(wiki: Wiki) -> list[Problem]:
             head = path.read_bytes()[:4096].decode("utf-8", "replace")
         except OSError:
             continue
-        parts = rfmod.split_frontmatter(head)
+        parts = markdown.split_frontmatter(head)
         if parts and "name:" in parts[0] and "description:" in parts[0]:
             out.append(
                 Problem(

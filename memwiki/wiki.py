@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from . import recallfile as rfmod
 from .errors import InvalidInput, NotFound, StateError, StorageError
 from .fsutil import atomic_write_text, safe_join
+from .layout import GITIGNORE_LINE, SIDECAR
 from .lock import FileLock
 from .recallfile import Problem, RecallFile, check_slug
 
-SIDECAR = ".memwiki"
+if TYPE_CHECKING:
+    from .config import Config
+    from .index.search import RetrievalResult
+
 TRACKS = ("memory", "skill")
-GITIGNORE_LINE = "/.memwiki/"
 PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
 
 
@@ -93,14 +97,26 @@ def _decode_cursor(cursor: str) -> tuple[str, str, str]:
 class Wiki:
     """A memwiki wiki rooted at a git work tree."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, config: Config | None = None):
         self.root = Path(root).resolve()
         self._repo = None
+        self._config = config
+
+    @property
+    def config(self) -> Config:
+        """The Config this wiki was opened with; without one, the environment's (read once)."""
+        if self._config is None:
+            from .config import load
+
+            self._config = load({"wiki": str(self.root)})
+        return self._config
 
     # ------------------------------------------------------------ set-up
 
     @classmethod
-    def init(cls, path: Path, force: bool = False) -> tuple[Wiki, bool]:
+    def init(
+        cls, path: Path, force: bool = False, config: Config | None = None
+    ) -> tuple[Wiki, bool]:
         """Create a wiki (git init, tracks, .gitignore, README, first commit); (wiki, created)."""
         import pygit2
 
@@ -113,7 +129,7 @@ class Wiki:
             raise StorageError(f"cannot create {path}: {exc.strerror}") from None
         root = path.resolve()
         if (root / ".git").exists():
-            wiki = cls(root)
+            wiki = cls(root, config)
             if not wiki._looks_like_wiki() and not force:
                 raise StateError(
                     f"{root} is a git repository but not a memwiki wiki; "
@@ -131,7 +147,7 @@ class Wiki:
                 f"{root} is inside the git repository {outer}; choose another place or pass --force"
             )
         pygit2.init_repository(str(root), initial_head="main")
-        wiki = cls(root)
+        wiki = cls(root, config)
         wiki._ensure_layout()
         gitstore.commit_all(wiki.repo, "memwiki: initialise the wiki\n")
         return wiki, True
@@ -174,16 +190,18 @@ class Wiki:
         return changed
 
     @classmethod
-    def open(cls, path: Path | None = None, config=None) -> Wiki:
-        """Open an existing wiki (path, else the configured one)."""
+    def open(cls, path: Path | str | None = None, config: Config | None = None) -> Wiki:
+        """Open an existing wiki (path, else config's wiki); it keeps config for every later call."""
         if path is None:
-            from .config import load
+            if config is None:
+                from .config import load
 
-            path = (config or load()).wiki_path
+                config = load()  # the library's own entry point: nobody passed a config
+            path = config.wiki_path
         root = Path(path).expanduser()
         if not (root / ".git").exists():
             raise NotFound(f"no wiki at {root}: run `memwiki init {root}` or pass --wiki PATH")
-        return cls(root)
+        return cls(root, config)
 
     @property
     def repo(self):
@@ -343,7 +361,7 @@ class Wiki:
                 message or f"memwiki: delete {track}/{name}\n", [self._rel(path)]
             )
 
-    def commit_results(self, recall_files: list[dict], message: str | None = None) -> CommitResult:
+    def commit_results(self, recall_files: Any, message: str | None = None) -> CommitResult:
         """Validate all files, write them, and make one commit (all or nothing)."""
         if not isinstance(recall_files, list) or not recall_files:
             raise InvalidInput("recall_files must be a non-empty list")
@@ -405,11 +423,22 @@ class Wiki:
 
     # ----------------------------------------------------------- retrieval
 
-    def retrieve(self, query: str, **options):
-        """Hybrid retrieval over the wiki (see memwiki.index.search.retrieve)."""
+    def retrieve(
+        self, query: str, *, k: int = 5, track: str | None = None, budget: int = 1500,
+        mode: str = "hybrid", project: str | None = None,
+        notify: Callable[[str], None] | None = None,
+    ) -> RetrievalResult:  # fmt: skip
+        """Hybrid retrieval (memwiki.index.search); defaults as memwiki.cli.argv.RETRIEVE.
+
+        project: the project in scope (a slug; None: no preference), as project.scope gives it.
+        """
+        from .index.indexer import print_to_stderr
         from .index.search import retrieve
 
-        return retrieve(self, query, **options)
+        return retrieve(
+            self, query, k=k, track=track, budget=budget, mode=mode, config=self.config,
+            project=project, notify=notify or print_to_stderr,
+        )  # fmt: skip
 
 
 def _inside(path: Path, root: Path) -> bool:

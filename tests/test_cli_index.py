@@ -57,7 +57,16 @@ def test_retrieve_json_schema_and_line_ranges(demo, cli):
         "dim": 384,
     }
     top = data["results"][0]
-    assert set(top) == {"path", "track", "name", "description", "score", "sections"}
+    assert set(top) == {
+        "path",
+        "track",
+        "name",
+        "description",
+        "score",
+        "project",
+        "projects",
+        "sections",
+    }
     assert top["path"] == "skill/rotate-stripe-webhook-secret.md"
     lines = (demo.root / top["path"]).read_text().splitlines()
     for section in top["sections"]:

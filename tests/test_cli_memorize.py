@@ -148,8 +148,12 @@ def test_each_payload_rule_refuses_with_one_line_and_leaves_nothing(
     bad = _write(tmp_path, "bad.json", content)
     good = _write(tmp_path, "good.json", json.dumps(GOOD))
     code, out, err = cli("--wiki", seeded.root, "memorize", "prepare", good, bad, "--json")
-    assert code == 2 and out == ""
+    assert code == 2
     assert err.count("\n") == 1 and err.startswith(f"memwiki: error: {bad}: ")
+    # --json: the same error as one JSON document on stdout.
+    assert json.loads(out) == {
+        "error": {"message": err[len("memwiki: error: ") : -1], "exit_code": 2}
+    }
     assert expected in err
     assert run_dirs(seeded) == [] and not run_branches(git, seeded)
 

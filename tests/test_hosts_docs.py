@@ -8,7 +8,7 @@ import pytest
 
 from memwiki.config import load
 from memwiki.errors import InvalidInput
-from memwiki.hosts.integrate.schedule import HEADLESS, render_wrapper
+from memwiki.hosts.integrate.schedule import HEADLESS, headless_command, render_wrapper
 from memwiki.hosts.integrate.texts import install_guide, render, task_prompt
 from memwiki.hosts.mining.base import HOSTS
 
@@ -67,7 +67,8 @@ def test_task_prompt_renders(host):
 def test_wrapper_renders(tmp_path, host):
     cfg = load(options={"wiki": str(tmp_path / "wiki")}, environ={"HOME": str(tmp_path)})
     text = render_wrapper(host, cfg)
-    assert "{{" not in text and "MEMWIKI_BRIDGING_RUN=1" in text and HEADLESS[host] in text
+    assert "{{" not in text and "MEMWIKI_BRIDGING_RUN=1" in text
+    assert headless_command(host, cfg) in text
 
 
 def test_render_refuses_a_missing_value():

@@ -39,17 +39,17 @@ def make_config(tmp_path: Path, bridging: bool = False):
     return load(options=opts, environ={"HOME": str(home)})
 
 
-def memory_block(prompt: str) -> str:
+def memory_block(prompt: str, cwd: str | None = None) -> str:
     return (
         f"## Memory (memwiki)\n- memory/checkout.md lines 3-9: guard empty carts ({len(prompt)})\n"
     )
 
 
-def raising(prompt: str) -> str:
+def raising(prompt: str, cwd: str | None = None) -> str:
     raise RuntimeError(f"index broken while reading {prompt}")
 
 
-def sleeping(prompt: str) -> str:
+def sleeping(prompt: str, cwd: str | None = None) -> str:
     time.sleep(5)
     return "too late"
 
@@ -74,7 +74,7 @@ def test_memory_is_returned_as_additional_context(tmp_path):
 
 def test_empty_result_gives_no_output(tmp_path):
     cfg = make_config(tmp_path)
-    assert run_claude_code_hook(HOOK_INPUT, cfg, lambda p: "", 2.0, hook_log_path(cfg)) == (0, "")
+    assert run_claude_code_hook(HOOK_INPUT, cfg, lambda *_: "", 2.0, hook_log_path(cfg)) == (0, "")
     assert log_lines(cfg) == []
 
 
@@ -96,7 +96,7 @@ def test_exception_fails_open_and_logs_no_content(tmp_path):
 def test_memwiki_error_message_is_logged(tmp_path):
     cfg = make_config(tmp_path)
 
-    def no_wiki(prompt: str) -> str:
+    def no_wiki(prompt: str, cwd: str | None = None) -> str:
         raise NotFound("no wiki at /nowhere")
 
     assert run_claude_code_hook(HOOK_INPUT, cfg, no_wiki, 2.0, hook_log_path(cfg)) == (0, "")
@@ -121,7 +121,7 @@ sys.path.insert(0, {str(Path(__file__).parent)!r})
 from memwiki.config import load
 from memwiki.hosts.integrate.prompt_hook import run_claude_code_hook
 cfg = load(options={{"wiki": {str(tmp_path / "wiki")!r}}}, environ={{"HOME": {str(tmp_path)!r}}})
-def slow(prompt):
+def slow(prompt, cwd):
     time.sleep(30)
     return "late"
 code, out = run_claude_code_hook(sys.stdin.read(), cfg, slow, 0.5, None)
@@ -143,14 +143,17 @@ def test_bridging_run_gets_no_memory(tmp_path):
 
 def test_non_text_result_fails_open(tmp_path):
     cfg = make_config(tmp_path)
-    assert run_claude_code_hook(HOOK_INPUT, cfg, lambda p: None, 2.0, hook_log_path(cfg)) == (0, "")
+    assert run_claude_code_hook(HOOK_INPUT, cfg, lambda *_: None, 2.0, hook_log_path(cfg)) == (
+        0,
+        "",
+    )
     assert "NoneType" in log_lines(cfg)[0]
 
 
 def test_large_memory_is_cut_at_a_line_boundary(tmp_path):
     cfg = make_config(tmp_path)
     big = "".join(f"- line {i} of remembered detail\n" for i in range(2000))
-    code, out = run_claude_code_hook(HOOK_INPUT, cfg, lambda p: big, 2.0, hook_log_path(cfg))
+    code, out = run_claude_code_hook(HOOK_INPUT, cfg, lambda *_: big, 2.0, hook_log_path(cfg))
     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert len(context) <= MAX_CONTEXT_CHARS
     assert context.endswith("`memwiki retrieve` for the rest]")

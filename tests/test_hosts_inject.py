@@ -12,7 +12,12 @@ import pytest
 from memwiki.config import load
 from memwiki.errors import InvalidInput, NotFound
 from memwiki.hosts.integrate import block
-from memwiki.hosts.integrate.claude_settings import HOOK_COMMAND, add_hook, remove_hook
+from memwiki.hosts.integrate.claude_settings import (
+    HOOK_COMMAND,
+    add_hook,
+    is_hook_command,
+    remove_hook,
+)
 from memwiki.hosts.integrate.inject import install, installed, uninstall
 from memwiki.hosts.integrate.texts import instruction_block
 
@@ -100,7 +105,8 @@ def test_settings_with_other_hooks_round_trip(tmp_path):
     data = json.loads(settings.read_text())
     groups = data["hooks"]["UserPromptSubmit"]
     assert groups[0]["hooks"][0]["command"] == "~/bin/ticket-context"
-    assert groups[1] == {"hooks": [{"type": "command", "command": HOOK_COMMAND, "timeout": 10}]}
+    assert groups[1]["hooks"][0]["timeout"] == 10
+    assert is_hook_command(groups[1]["hooks"][0]["command"])
     assert list(data) == ["model", "permissions", "hooks", "statusLine"]  # key order kept
     assert "matcher" not in groups[1]  # UserPromptSubmit takes no matcher
     once = settings.read_bytes()

@@ -16,6 +16,7 @@ from memwiki.config import load
 from memwiki.index import bm25
 from memwiki.index.indexer import Index
 from memwiki.index.search import retrieve
+from memwiki.recallfile import MAX_FILE_BYTES
 from memwiki.wiki import Wiki
 
 FILES = {
@@ -312,10 +313,10 @@ def test_bad_files_are_reported_and_the_rest_indexed(tmp_path):
         "---\nname: latin1\ndescription: caf\xe9\n---\n".encode("latin-1")
     )
     big = "---\nname: big\ndescription: big file\n---\n" + (
-        "lorem ipsum dolor sit amet\n" * 200_000
+        "lorem ipsum dolor sit amet\n" * (MAX_FILE_BYTES // 27 + 1)
     )
     (wiki.root / "memory/big.md").write_text(big)
-    assert (wiki.root / "memory/big.md").stat().st_size > 5_000_000
+    assert (wiki.root / "memory/big.md").stat().st_size > MAX_FILE_BYTES
     messages: list[str] = []
     result = retrieve(
         wiki, "billing deploy", mode="bm25", config=cfg(wiki.root), notify=messages.append

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memwiki.links import LinkIndex, backlinks, broken_links, link_graph, outgoing, scan
+from memwiki.links import LinkIndex, broken_links, link_graph, outgoing, scan
 from memwiki.wiki import Wiki
 
 DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo-wiki"
@@ -204,7 +204,7 @@ def test_attachments_are_not_recallfile_links(wiki) -> None:
 def test_backlinks_graph_and_conflict_copies(linked) -> None:
     copy = linked.root / "memory" / "gamma.conflict-laptop-abcdef1.md"
     copy.write_text((linked.root / "skill" / "gamma.md").read_text())
-    back = backlinks(linked, "memory", "alpha")
+    back = LinkIndex(linked).backlinks("memory/alpha.md")
     assert [(lk.source, lk.line, lk.raw) for lk in back] == [
         ("skill/epsilon.md", 6, "[[alpha]]"),
         ("skill/epsilon.md", 6, "[[alpha#Alpha]]"),

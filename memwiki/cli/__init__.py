@@ -1,4 +1,10 @@
-"""The `memwiki` command line: a thin layer that parses, calls the library and prints."""
+"""The `memwiki` command line: a thin layer that parses, calls the library and prints.
+
+main() takes the global options out of argv (argv.scan_globals), sends `retrieve` to the
+Typer-free fast parser and everything else to the Typer application, and turns every
+error into one stderr line and a documented exit code (errors.py); under --json also a
+JSON error document on stdout, under --debug also the traceback (the exit code stays).
+"""
 
 from __future__ import annotations
 
@@ -7,63 +13,38 @@ import sys
 from ..errors import MemwikiError
 
 INTERNAL_ERROR = 70
-
-
-def hoist_global_options(argv: list[str]) -> list[str]:
-    """Move --wiki/--debug given after the command to the front, where Typer expects them.
-
-    Agents write `memwiki retrieve "q" --wiki ~/notes` as often as the other order.
-    """
-    front: list[str] = []
-    rest: list[str] = []
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--":
-            rest.extend(argv[i:])
-            break
-        if arg == "--wiki" and i + 1 < len(argv):
-            front += argv[i : i + 2]
-            i += 2
-            continue
-        if arg.startswith("--wiki=") or arg == "--debug":
-            front.append(arg)
-        else:
-            rest.append(arg)
-        i += 1
-    return front + rest
+INTERRUPTED = 130
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `memwiki` console script."""
-    argv = hoist_global_options(sys.argv[1:] if argv is None else list(argv))
-    debug = "--debug" in argv
+    from .argv import scan_globals
+
+    globals_ = scan_globals(sys.argv[1:] if argv is None else list(argv))
     try:
         from .fast import try_fast
 
-        handled, fast_debug = try_fast(argv)
-        debug = debug or fast_debug
-        if handled:
+        if try_fast(globals_):
             return 0
-        from .app import app
+        from .app import run
 
-        app(args=argv, prog_name="memwiki")
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        return run(globals_.typer_argv())
     except MemwikiError as exc:
-        if debug:
-            raise
-        print(f"memwiki: error: {exc.message}", file=sys.stderr)
-        return exc.exit_code
+        return _fail(exc.message, exc.exit_code, globals_.wants_json, globals_.debug)
     except KeyboardInterrupt:
         print("memwiki: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except Exception as exc:  # a bug: one line unless --debug
-        if debug:
-            raise
-        print(
-            f"memwiki: internal error: {type(exc).__name__}: {exc} (run with --debug for details)",
-            file=sys.stderr,
-        )
-        return INTERNAL_ERROR
-    return 0
+        message = f"{type(exc).__name__}: {exc}"
+        return _fail(message, INTERNAL_ERROR, globals_.wants_json, globals_.debug, internal=True)
+
+
+def _fail(message: str, code: int, as_json: bool, debug: bool, internal: bool = False) -> int:
+    from .output import print_error
+
+    if debug:
+        import traceback
+
+        traceback.print_exc()
+    print_error(message, code, as_json, internal=internal)
+    return code

@@ -1,13 +1,28 @@
-"""The Typer application, its global options and the helpers every command uses."""
+"""The Typer application: the root options and every command, registered here and only here.
+
+Command modules define plain functions (parse, call the library, print) and import
+nothing from this module, so there is no import cycle; `memwiki --help` reads this table.
+"""
 
 from __future__ import annotations
 
-import json
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
+
+from . import (
+    hosts_cmds,
+    index_cmds,
+    links_cmds,
+    memorize_cmds,
+    project_cmds,
+    sync_cmds,
+    wiki_cmds,
+)
+from .context import state
+from .options import DEBUG, WIKI
 
 app = typer.Typer(
     help="Long-term memory for AI coding agents: markdown RecallFiles in git, hybrid retrieval.",
@@ -17,17 +32,6 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     rich_markup_mode=None,
 )
-
-
-@dataclass
-class State:
-    """Global options of this invocation."""
-
-    wiki: str | None = None
-    debug: bool = False
-
-
-state = State()
 
 
 def _version(value: bool) -> None:
@@ -40,10 +44,8 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    wiki: Path = typer.Option(
-        None, "--wiki", "-w", help="The wiki to use (default: $MEMWIKI_DIR, config, ~/memwiki)."
-    ),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+    wiki: Path = WIKI,
+    debug: bool = DEBUG,
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version."
     ),
@@ -52,47 +54,105 @@ def _root(
     state.debug = debug
 
 
-def config():
-    """The resolved configuration of this process."""
-    from ..config import load
+Command = tuple[str, Callable[..., None]]
 
-    return load({"wiki": state.wiki})
+# Top-level commands, in the order `memwiki --help` lists them.
+COMMANDS: list[Command] = [
+    ("init", wiki_cmds.init),
+    ("put", wiki_cmds.put),
+    ("add", wiki_cmds.add),
+    ("list", wiki_cmds.list_),
+    ("show", wiki_cmds.show),
+    ("rm", wiki_cmds.rm),
+    ("commit", wiki_cmds.commit),
+    ("log", wiki_cmds.log),
+    ("lint", wiki_cmds.lint),
+    ("retrieve", index_cmds.retrieve),
+    ("reindex", index_cmds.reindex),
+    ("doctor", index_cmds.doctor),
+    ("eval", index_cmds.eval_),
+    ("links", links_cmds.links),
+    ("sync", sync_cmds.sync),
+    ("clone", sync_cmds.clone),
+    ("restore", sync_cmds.restore),
+    ("install", hosts_cmds.install),
+    ("uninstall", hosts_cmds.uninstall),
+    ("schedule", hosts_cmds.schedule),
+    ("project", project_cmds.project),
+]
+
+# Command groups: (name, help, subcommands).
+GROUPS: list[tuple[str, str, list[Command]]] = [
+    ("config", "Show the resolved configuration.", [("show", wiki_cmds.config_show)]),
+    (
+        "memorize",
+        "Turn finished sessions into memory and skills through prepared jobs (docs/memorize.md).",
+        [
+            ("prepare", memorize_cmds.prepare),
+            ("commit", memorize_cmds.commit),
+            ("discard", memorize_cmds.discard),
+            ("status", memorize_cmds.status),
+            ("verify-resources", memorize_cmds.verify_resources),
+        ],
+    ),
+    (
+        "hooks",
+        "Turn on the wiki's pre-commit hooks (lint and reindex).",
+        [("install", links_cmds.hooks_install)],
+    ),
+    (
+        "remote",
+        "Show or set the remote the wiki syncs with.",
+        [("add", sync_cmds.remote_add), ("show", sync_cmds.remote_show)],
+    ),
+    ("hosts", "Find the coding agents on this machine.", [("detect", hosts_cmds.detect)]),
+    (
+        "bridge",
+        "Memorize a host's own session logs: prepare a run, then commit it.",
+        [("prepare", hosts_cmds.bridge_prepare), ("commit", hosts_cmds.bridge_commit)],
+    ),
+    (
+        "hook",
+        "Hooks that agents call (they always exit 0).",
+        [("claude-code", hosts_cmds.hook_claude_code)],
+    ),
+    (
+        "docs",
+        "Print guides and prompts for agents.",
+        [("install", hosts_cmds.docs_install), ("task", hosts_cmds.docs_task)],
+    ),
+]
+
+for _name, _function in COMMANDS:
+    app.command(_name)(_function)
+for _group, _help, _commands in GROUPS:
+    _sub = typer.Typer(help=_help, no_args_is_help=True)
+    for _name, _function in _commands:
+        _sub.command(_name)(_function)
+    app.add_typer(_sub, name=_group)
 
 
-def open_wiki():
-    """The configured wiki (errors when there is none)."""
-    from ..wiki import Wiki
+def run(argv: list[str]) -> int:
+    """Run the Typer application on argv (global options in front); its exit code.
 
-    return Wiki.open(config=config()) if state.wiki is None else Wiki.open(Path(state.wiki))
+    Usage errors are printed as Click prints them; under --json the error document
+    follows on stdout. memwiki's own errors propagate to memwiki.cli.main.
+    """
+    from .argv import scan_globals
+    from .output import emit_json, error_document
 
-
-def emit_json(data) -> None:
-    """Print data as JSON on stdout."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
-def warn(message: str) -> None:
-    """One line on stderr."""
-    print(f"memwiki: {message}", file=sys.stderr)
-
-
-def split_ref(ref: str) -> tuple[str, str]:
-    """TRACK/NAME (a trailing .md is allowed) into (track, name)."""
-    from ..errors import InvalidInput
-
-    ref = ref[:-3] if ref.endswith(".md") else ref
-    if ref.count("/") != 1:
-        raise InvalidInput(f"{ref!r}: expected TRACK/NAME, for example memory/billing-service")
-    track, name = ref.split("/")
-    return track, name
-
-
-# Command modules register themselves on `app` when imported.
-from . import (  # noqa: E402, F401
-    hosts_cmds,
-    index_cmds,
-    links_cmds,
-    memorize_cmds,
-    sync_cmds,
-    wiki_cmds,
-)
+    try:
+        code = app(args=argv, prog_name="memwiki", standalone_mode=False)
+    except typer.TyperException as exc:  # Click's usage errors (Typer vendors Click)
+        show = getattr(exc, "show", None)
+        if show is not None:
+            show()
+        else:
+            print(f"Error: {exc.format_message()}", file=sys.stderr)
+        if scan_globals(argv).wants_json:
+            emit_json(error_document(exc.format_message(), exc.exit_code))
+        return exc.exit_code
+    except typer.Abort:
+        print("Aborted!", file=sys.stderr)
+        return 1
+    return code if isinstance(code, int) else 0

@@ -2,37 +2,20 @@
 
 Importing Typer (and the pydantic it brings) costs about 90 ms, a third of a BM25-only
 retrieval; this module parses the same options with argparse. `--help` still goes
-through Typer, so the documented interface stays in one place (index_cmds.retrieve),
-and tests check that both parsers agree.
+through Typer, so the documented interface stays in one place (index_cmds.retrieve).
+Both parsers take the global options from argv.scan_globals and the defaults from
+argv.RETRIEVE, and tests check that they agree.
 """
 
 from __future__ import annotations
 
 import sys
+from argparse import Namespace
 
-MODES = ("hybrid", "bm25", "vector")
-
-
-def split_globals(argv: list[str]) -> tuple[str | None, bool, list[str]] | None:
-    """(wiki, debug, rest) when argv is `[--wiki W] [--debug] retrieve ...`, else None."""
-    wiki, debug, i = None, False, 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg in ("--wiki", "-w") and i + 1 < len(argv):
-            wiki, i = argv[i + 1], i + 2
-        elif arg.startswith("--wiki="):
-            wiki, i = arg.split("=", 1)[1], i + 1
-        elif arg == "--debug":
-            debug, i = True, i + 1
-        else:
-            break
-    rest = argv[i:]
-    if not rest or rest[0] != "retrieve" or any(a in ("-h", "--help") for a in rest):
-        return None
-    return wiki, debug, rest[1:]
+from .argv import JSON_FLAG, RETRIEVE, Globals
 
 
-def parse_retrieve(args: list[str]):
+def parse_retrieve(args: list[str]) -> Namespace:
     """The options of `memwiki retrieve`, as index_cmds.retrieve defines them."""
     import argparse
 
@@ -44,41 +27,63 @@ def parse_retrieve(args: list[str]):
 
     p = Parser(prog="memwiki retrieve", add_help=False)
     p.add_argument("query")
-    p.add_argument("-k", type=int, default=5)
+    p.add_argument("-k", type=int, default=RETRIEVE.k)
     p.add_argument("--track")
-    p.add_argument("--budget", type=int, default=1500)
-    p.add_argument("--mode", default="hybrid")
-    p.add_argument("--json", dest="as_json", action="store_true")
+    p.add_argument("--budget", type=int, default=RETRIEVE.budget)
+    p.add_argument("--mode", default=RETRIEVE.mode)
+    p.add_argument(JSON_FLAG, dest="as_json", action="store_true")
     p.add_argument("--files", action="store_true")
+    p.add_argument("--project", default=RETRIEVE.project)
     return p.parse_args(args)
 
 
-def run_retrieve(wiki_path, query, k, track, budget, mode, as_json, files) -> None:
+def run_retrieve(
+    wiki_path: str | None,
+    query: str,
+    k: int,
+    track: str | None,
+    budget: int,
+    mode: str,
+    as_json: bool,
+    files: bool,
+    project: str = RETRIEVE.project,
+    cwd: str | None = None,
+) -> None:
     """Retrieve and print in the requested format (shared by both parsers)."""
+    import os
+
     from ..config import load
+    from ..project import parse_map, scope
     from ..wiki import Wiki
 
     config = load({"wiki": wiki_path})
-    wiki = Wiki.open(config.wiki_path)
-    result = wiki.retrieve(query, k=k, track=track, budget=budget, mode=mode, config=config)
+    wiki = Wiki.open(config.wiki_path, config)
+    preferred = scope(project, cwd or os.getcwd(), parse_map(config.projects), config.home)
+    result = wiki.retrieve(query, k=k, track=track, budget=budget, mode=mode, project=preferred)
     if as_json:
-        import json
+        from .output import emit_json
 
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        emit_json(result.to_dict())
     elif files:
         sys.stdout.write("".join(f"{p}\n" for p in result.paths()))
     else:
         sys.stdout.write(result.to_markdown())
 
 
-def try_fast(argv: list[str]) -> tuple[bool, bool]:
-    """Run retrieve without Typer when argv asks for it: (handled, debug)."""
-    parsed = split_globals(argv)
-    if parsed is None:
-        return False, False
-    wiki, debug, rest = parsed
-    opts = parse_retrieve(rest)
+def try_fast(globals_: Globals) -> bool:
+    """Run retrieve without Typer when the command line asks for it; True when it did."""
+    if globals_.command != "retrieve" or globals_.wants_help:
+        return False
+    opts = parse_retrieve(globals_.rest[1:])
     run_retrieve(
-        wiki, opts.query, opts.k, opts.track, opts.budget, opts.mode, opts.as_json, opts.files
+        globals_.wiki,
+        opts.query,
+        opts.k,
+        opts.track,
+        opts.budget,
+        opts.mode,
+        opts.as_json,
+        opts.files,
+        opts.project,
     )
-    return True, debug
+    return True

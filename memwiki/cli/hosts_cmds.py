@@ -7,28 +7,16 @@ from pathlib import Path
 
 import typer
 
-from .app import app, config, emit_json, open_wiki, warn
-from .memorize_cmds import (
-    fail_run_invalid,
+from .context import config, open_wiki, reindex_for, wiki_option
+from .options import HOST, JSON
+from .output import (
+    emit_json,
+    print_changes,
     print_committed,
     print_prepared,
-    reindex_for,
-    wiki_option,
+    print_run_invalid,
+    warn,
 )
-
-JSON = typer.Option(False, "--json", help="Print JSON (schema in docs/reference.md).")
-HOST = typer.Option(..., "--host", help="claude-code, codex, cursor, openclaw, hermes or generic.")
-
-hosts_app = typer.Typer(help="Find the coding agents on this machine.", no_args_is_help=True)
-bridge_app = typer.Typer(
-    help="Memorize a host's own session logs: prepare a run, then commit it.", no_args_is_help=True
-)
-hook_app = typer.Typer(help="Hooks that agents call (they always exit 0).", no_args_is_help=True)
-docs_app = typer.Typer(help="Print guides and prompts for agents.", no_args_is_help=True)
-app.add_typer(hosts_app, name="hosts")
-app.add_typer(bridge_app, name="bridge")
-app.add_typer(hook_app, name="hook")
-app.add_typer(docs_app, name="docs")
 
 
 def check_host(host: str) -> str:
@@ -43,7 +31,6 @@ def _yes(flag: bool | None) -> str:
     return "-" if flag is None else ("yes" if flag else "no")
 
 
-@hosts_app.command("detect")
 def detect(
     path: Path = typer.Argument(
         None, help="Also check this directory of JSONL transcripts (generic reader)."
@@ -71,19 +58,18 @@ def detect(
                 f"{'':<12} retrieve: {_yes(s.retrieve)} ({s.instruction_file}, "
                 f"block {_yes(s.installed)}{hook})"
             )
+        if s.version:
+            tested = "yes" if s.version_tested else "no"
+            print(
+                f"{'':<12} client: {s.version} (end-to-end tested: {tested}; passed with "
+                f"{', '.join(s.tested_versions)})"
+            )
         for note in s.notes:
             print(f"{'':<12} note: {note}")
         if s.next_command:
             print(f"{'':<12} next: {s.next_command}")
 
 
-def _print_changes(result) -> None:
-    verb = "would be " if result.dry_run else ""
-    for c in result.changes:
-        print(f"{c.kind:<11} {verb}{c.action:<9} {c.path}")
-
-
-@app.command()
 def install(
     host: str = HOST,
     path: Path = typer.Option(None, "--path", help="Patch this instruction file instead."),
@@ -97,12 +83,11 @@ def install(
     if as_json:
         emit_json(result.to_dict())
         return
-    _print_changes(result)
+    print_changes(result)
     if host == "claude-code" and result.changed and not dry_run:
         print("restart Claude Code (or review the hook in /hooks) for the hook to take effect")
 
 
-@app.command()
 def uninstall(
     host: str = HOST,
     path: Path = typer.Option(None, "--path", help="The instruction file install patched."),
@@ -118,12 +103,11 @@ def uninstall(
     if as_json:
         emit_json({**result.to_dict(), "schedule": scheduled.to_dict() if scheduled else None})
         return
-    _print_changes(result)
+    print_changes(result)
     if scheduled is not None:
         print(f"{'crontab':<11} {scheduled.action:<9} {scheduled.entry}")
 
 
-@app.command()
 def schedule(
     host: str = HOST,
     install_: bool = typer.Option(False, "--install", help="Add (or refresh) the crontab entry."),
@@ -161,70 +145,13 @@ def schedule(
         print(f"  {'wrote' if install_ else 'removed'} {f}")
 
 
-def _budget_s(cfg) -> float:
-    from ..config import SETTINGS
-
-    try:
-        return max(0.0, int(cfg.get("hook_budget_ms") or SETTINGS["hook_budget_ms"][1]) / 1000)
-    except ValueError:
-        return int(SETTINGS["hook_budget_ms"][1]) / 1000
-
-
-def _retrieve_for(cfg):
-    def retrieve(prompt: str) -> str:
-        from ..wiki import Wiki
-
-        wiki = Wiki.open(cfg.wiki_path)
-        result = wiki.retrieve(prompt, config=cfg, notify=lambda _msg: None)
-        return result.to_markdown() if result.results else ""
-
-    return retrieve
-
-
-@hook_app.command("claude-code")
 def hook_claude_code() -> None:
     """UserPromptSubmit hook: add relevant memory to the prompt (fails open, always exit 0)."""
-    import os
-    import threading
+    from ..hosts.integrate.prompt_hook import run_hook_process
 
-    from ..hosts.integrate.prompt_hook import WORKER_NAME
-
-    out = ""
-    cfg = None
-    try:
-        from ..hosts.integrate.prompt_hook import hook_log_path, run_claude_code_hook
-
-        stdin_text = sys.stdin.buffer.read().decode("utf-8", "replace")
-        cfg = config()
-        # Without a wiki there is no .memwiki/ to log into, and none is created for a log.
-        log = hook_log_path(cfg) if (cfg.wiki_path / ".git").exists() else None
-        _, out = run_claude_code_hook(stdin_text, cfg, _retrieve_for(cfg), _budget_s(cfg), log)
-    except BaseException:  # the prompt must reach the model whatever happens here
-        out = ""
-    try:
-        if out:
-            sys.stdout.write(out + "\n")
-        sys.stdout.flush()
-    except OSError:
-        # Nobody reads our answer any more; exiting now keeps Python's final flush of the
-        # broken pipe from turning exit 0 into 120.
-        os._exit(0)
-    if any(t.name == WORKER_NAME and t.is_alive() for t in threading.enumerate()):
-        # Past its budget: usually a first index build. Finish it in the background, then
-        # leave at once: a retrieval inside native code (onnxruntime) can abort the
-        # interpreter's shutdown with exit 134.
-        try:
-            if cfg is not None and (cfg.wiki_path / ".git").exists():
-                from ..hosts.integrate.prompt_hook import start_background_reindex
-
-                start_background_reindex(cfg.wiki_path)
-        except BaseException:  # failing open matters more than the background build
-            pass
-        sys.stderr.flush()
-        os._exit(0)
+    run_hook_process(config)
 
 
-@docs_app.command("install")
 def docs_install(host: str = HOST) -> None:
     """Print the install guide for one agent (the same text as docs/hosts.md)."""
     from ..hosts.integrate.texts import install_guide
@@ -232,7 +159,6 @@ def docs_install(host: str = HOST) -> None:
     sys.stdout.write(install_guide(check_host(host)))
 
 
-@docs_app.command("task")
 def docs_task(host: str = HOST) -> None:
     """Print the task prompt a scheduled headless agent follows."""
     from ..hosts.integrate.texts import task_prompt
@@ -240,7 +166,6 @@ def docs_task(host: str = HOST) -> None:
     sys.stdout.write(task_prompt(check_host(host)))
 
 
-@bridge_app.command("prepare")
 def bridge_prepare(
     host: str = HOST,
     session_dir: Path = typer.Option(None, "--session-dir", help="Read sessions from here."),
@@ -271,7 +196,6 @@ def bridge_prepare(
         print(f"  {s['key']}: {s['counts'].get('message', 0)} new messages")
 
 
-@bridge_app.command("commit")
 def bridge_commit(host: str = HOST, as_json: bool = JSON) -> None:
     """Commit a host's pending run, then move its cursor forward (a failure keeps both)."""
     from .. import memorize
@@ -281,9 +205,10 @@ def bridge_commit(host: str = HOST, as_json: bool = JSON) -> None:
     check_host(host)
     wiki = open_wiki()
     try:
-        result = do_commit(wiki, host, config(), reindex=reindex_for(wiki))
+        result = do_commit(wiki, host, wiki.config, reindex=reindex_for(wiki))
     except memorize.RunInvalid as exc:
-        fail_run_invalid(exc, pending_run_id(wiki, host) or "?", as_json)
+        print_run_invalid(exc, pending_run_id(wiki, host) or "?", as_json)
+        raise typer.Exit(exc.exit_code) from None
     if as_json:
         emit_json(result.to_dict())
         return

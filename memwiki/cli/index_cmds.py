@@ -6,31 +6,36 @@ from pathlib import Path
 
 import typer
 
-from .app import app, config, emit_json, open_wiki
+from .argv import RETRIEVE
+from .context import config, open_wiki, state
+from .options import JSON
+from .output import emit_json
 
-JSON = typer.Option(False, "--json", help="Print JSON (schema in docs/reference.md).")
 
-
-@app.command()
 def retrieve(
     query: str = typer.Argument(..., help="What to look for, in plain words."),
-    k: int = typer.Option(5, "-k", help="At most K files."),
+    k: int = typer.Option(RETRIEVE.k, "-k", help="At most K files."),
     track: str = typer.Option(None, "--track", help="Only this track (memory, skill, ...)."),
-    budget: int = typer.Option(1500, "--budget", help="Token budget for all sections together."),
-    mode: str = typer.Option("hybrid", "--mode", help="hybrid, bm25 or vector."),
+    budget: int = typer.Option(
+        RETRIEVE.budget, "--budget", help="Token budget for all sections together."
+    ),
+    mode: str = typer.Option(RETRIEVE.mode, "--mode", help="hybrid, bm25 or vector."),
     as_json: bool = JSON,
     files: bool = typer.Option(False, "--files", help="Print only the paths of the files found."),
+    project: str = typer.Option(
+        RETRIEVE.project,
+        "--project",
+        help="Prefer this project's files: auto (the current one), all, or a slug.",
+    ),
 ) -> None:
     """Find the memory and skills relevant to a query (markdown block for agents)."""
-    from .app import state
     from .fast import run_retrieve
 
     # Normally memwiki.cli.fast parses retrieve without Typer; this path serves --help
     # and programmatic use of the Typer app.
-    run_retrieve(state.wiki, query, k, track, budget, mode, as_json, files)
+    run_retrieve(state.wiki, query, k, track, budget, mode, as_json, files, project)
 
 
-@app.command()
 def reindex(
     full: bool = typer.Option(
         False, "--full", help="Rebuild from scratch (vectors come from the cache)."
@@ -40,7 +45,8 @@ def reindex(
     """Bring the sidecar index up to date (or rebuild it)."""
     from ..index.indexer import Index
 
-    index = Index(open_wiki(), config())
+    wiki = open_wiki()
+    index = Index(wiki, wiki.config)
     report = index.update(full=full)
     data = {
         "full": report.full,
@@ -58,7 +64,6 @@ def reindex(
         )
 
 
-@app.command()
 def doctor(as_json: bool = JSON) -> None:
     """Check the wiki, git, the index and the embedder, and run one live retrieval (exit 1 if broken)."""
     from ..doctor import run_checks
@@ -73,7 +78,6 @@ def doctor(as_json: bool = JSON) -> None:
         raise typer.Exit(1)
 
 
-@app.command("eval")
 def eval_(
     queries: Path = typer.Argument(
         ..., help='JSONL: {"query": ..., "relevant": ["memory/x.md"]} per line.'
@@ -88,7 +92,8 @@ def eval_(
     from ..evaluate import evaluate, load_queries
 
     modes = [m.strip() for m in mode.split(",") if m.strip()]
-    reports = evaluate(open_wiki(), load_queries(queries), modes, k=k, config=config())
+    wiki = open_wiki()
+    reports = evaluate(wiki, load_queries(queries), modes, k=k, config=wiki.config)
     if as_json:
         emit_json({"k": k, "modes": [r.to_dict() for r in reports]})
         return

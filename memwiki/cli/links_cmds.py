@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import typer
 
-from .app import app, emit_json, open_wiki, split_ref, warn
-
-JSON = typer.Option(False, "--json", help="Print JSON (schema in docs/obsidian.md).")
-
-hooks_app = typer.Typer(
-    help="Turn on the wiki's pre-commit hooks (lint and reindex).", no_args_is_help=True
-)
-app.add_typer(hooks_app, name="hooks")
+from .context import open_wiki, split_ref
+from .options import JSON_OBSIDIAN as JSON
+from .output import emit_json, print_hooks_setup
 
 
-@app.command()
 def links(ref: str = typer.Argument(..., help="TRACK/NAME"), as_json: bool = JSON) -> None:
     """List a RecallFile's outgoing wikilinks and its backlinks."""
     from ..errors import NotFound
@@ -49,15 +43,6 @@ def links(ref: str = typer.Argument(..., help="TRACK/NAME"), as_json: bool = JSO
         print(f"  {lk.source}:{lk.line}  {lk.raw}")
 
 
-def report_hooks(setup, as_json: bool) -> None:
-    """Tell the user what hook set-up did: a warning on stderr when pre-commit is missing."""
-    if not setup.installed:
-        warn(setup.message)
-    elif not as_json:
-        print("pre-commit hooks installed: memwiki-lint, memwiki-reindex")
-
-
-@hooks_app.command("install")
 def hooks_install(as_json: bool = JSON) -> None:
     """Write .pre-commit-config.yaml if missing (committed) and run `pre-commit install`."""
     from ..git.precommit import install
@@ -67,4 +52,4 @@ def hooks_install(as_json: bool = JSON) -> None:
         emit_json(setup.to_dict())
     elif setup.config_written:
         print(f"wrote and committed {setup.config}")
-    report_hooks(setup, as_json)
+    print_hooks_setup(setup, as_json)

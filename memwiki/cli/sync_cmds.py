@@ -6,33 +6,11 @@ from pathlib import Path
 
 import typer
 
-from .app import app, config, emit_json, open_wiki, split_ref, warn
-
-remote_app = typer.Typer(help="Show or set the remote the wiki syncs with.", no_args_is_help=True)
-app.add_typer(remote_app, name="remote")
-
-JSON = typer.Option(False, "--json", help="Print JSON (schema in docs/sync.md).")
+from .context import config, open_wiki, split_ref
+from .options import JSON_SYNC as JSON
+from .output import emit_json, print_sync, warn
 
 
-def print_sync(result) -> None:
-    """Human output of a sync: one line per step, then the conflicts and the commit."""
-    if result.committed:
-        print(f"committed {result.committed[:12]}  (hand edits)")
-    if result.fetched:
-        plural = "s" if result.fetched != 1 else ""
-        print(f"fetched   {result.fetched} commit{plural} from {result.remote}/{result.branch}")
-    merged = {"none": "nothing new from the remote", "merge": "merge commit"}
-    print(f"merged    {merged.get(result.merged, result.merged)}")
-    print(f"pushed    {result.branch} to {result.remote}" if result.pushed else "pushed    nothing")
-    if result.retries:
-        print(f"retried   {result.retries} (another device pushed first)")
-    for c in result.conflicts:
-        where = f" -> {c.copy}" if c.copy else f" ({c.kind}, kept {c.kept})"
-        print(f"conflict  {c.path}{where}")
-    print(f"commit    {result.commit[:12] if result.commit else '-'}")
-
-
-@app.command()
 def sync(
     remote: str = typer.Option("origin", "--remote", help="The remote to sync with."),
     as_json: bool = JSON,
@@ -51,7 +29,6 @@ def sync(
         )
 
 
-@app.command()
 def clone(
     url: str = typer.Argument(..., help="The remote: ssh://, https://, file:// or a path."),
     path: Path = typer.Argument(
@@ -73,7 +50,6 @@ def clone(
     print("The first `memwiki retrieve` builds its index")
 
 
-@remote_app.command("add")
 def remote_add(
     url: str = typer.Argument(..., help="ssh://user@host/path.git, https://..., or a path."),
     name: str = typer.Option("origin", "--name", help="The remote's name."),
@@ -91,7 +67,6 @@ def remote_add(
         print(f"{info['name']}  {info['url']}")
 
 
-@remote_app.command("show")
 def remote_show(
     name: str = typer.Option("origin", "--name", help="The remote to compare with."),
     as_json: bool = JSON,
@@ -116,7 +91,6 @@ def remote_show(
         print("not synced yet: `memwiki sync` pushes the wiki")
 
 
-@app.command()
 def restore(
     ref: str = typer.Argument(..., help="TRACK/NAME"),
     rev: str = typer.Option(

@@ -8,15 +8,11 @@ from pathlib import Path
 
 import typer
 
-from .app import app, config, emit_json, open_wiki, split_ref, state, warn
-
-config_app = typer.Typer(help="Show the resolved configuration.", no_args_is_help=True)
-app.add_typer(config_app, name="config")
-
-JSON = typer.Option(False, "--json", help="Print JSON (schema in docs/reference.md).")
+from .context import config, open_wiki, split_ref, state
+from .options import JSON
+from .output import emit_json, print_commit, print_hooks_setup, warn
 
 
-@app.command()
 def init(
     path: Path = typer.Argument(
         None, help="Where to create the wiki (default: the configured wiki)."
@@ -65,12 +61,9 @@ def init(
     if remote_set is not None and not as_json:
         print(f"remote {remote_set['name']}  {remote_set['url']}  (`memwiki sync` pushes the wiki)")
     if setup is not None:
-        from .links_cmds import report_hooks
-
-        report_hooks(setup, as_json)
+        print_hooks_setup(setup, as_json)
 
 
-@config_app.command("show")
 def config_show(as_json: bool = JSON) -> None:
     """Print each setting, its value and where the value came from."""
     cfg = config()
@@ -111,20 +104,6 @@ def _read_payload(source: str) -> dict:
     return data
 
 
-def _print_commit(result, as_json: bool) -> None:
-    if as_json:
-        emit_json(result.to_dict())
-        return
-    if result.commit is None:
-        print("Nothing to commit")
-        return
-    for status in ("created", "updated", "deleted"):
-        for path in getattr(result, status):
-            print(f"{status:8} {path}")
-    print(f"commit {result.commit[:12]}")
-
-
-@app.command()
 def put(
     file: str = typer.Argument(..., help='JSON payload {"recall_files": [...]}, or - for stdin.'),
     as_json: bool = JSON,
@@ -132,10 +111,9 @@ def put(
     """Write RecallFiles from a JSON payload and commit them (all or nothing)."""
     payload = _read_payload(file)
     result = open_wiki().commit_results(payload.get("recall_files"), payload.get("message"))
-    _print_commit(result, as_json)
+    print_commit(result, as_json)
 
 
-@app.command()
 def add(
     track: str = typer.Argument(..., help="memory, skill, or another track."),
     name: str = typer.Argument(..., help="kebab-case name, the file stem."),
@@ -174,10 +152,9 @@ def add(
             body=body or f"# {name.replace('-', ' ').capitalize()}\n",
             tags=list(tags or []),
         )
-    _print_commit(wiki.save(rf), as_json)
+    print_commit(wiki.save(rf), as_json)
 
 
-@app.command("list")
 def list_(
     track: str = typer.Option(None, "--track", help="Only this track."),
     limit: int = typer.Option(None, "--limit", "-n", help="One page of at most N files."),
@@ -222,7 +199,6 @@ def list_(
         print(f"(more: --cursor {page.next_cursor})")
 
 
-@app.command()
 def show(ref: str = typer.Argument(..., help="TRACK/NAME"), as_json: bool = JSON) -> None:
     """Print one RecallFile."""
     wiki = open_wiki()
@@ -234,14 +210,12 @@ def show(ref: str = typer.Argument(..., help="TRACK/NAME"), as_json: bool = JSON
         sys.stdout.write(wiki.path_of(track, name).read_text(encoding="utf-8"))
 
 
-@app.command()
 def rm(ref: str = typer.Argument(..., help="TRACK/NAME"), as_json: bool = JSON) -> None:
     """Delete one RecallFile and commit."""
     wiki = open_wiki()
-    _print_commit(wiki.remove(*split_ref(ref)), as_json)
+    print_commit(wiki.remove(*split_ref(ref)), as_json)
 
 
-@app.command()
 def commit(
     message: str = typer.Option(
         None, "--message", "-m", help="Commit message (default: names the files)."
@@ -249,10 +223,9 @@ def commit(
     as_json: bool = JSON,
 ) -> None:
     """Commit everything that changed in the wiki, hand edits included."""
-    _print_commit(open_wiki().commit(message), as_json)
+    print_commit(open_wiki().commit(message), as_json)
 
 
-@app.command()
 def log(
     ref: str = typer.Argument(None, help="TRACK/NAME: only commits touching it."),
     n: int = typer.Option(20, "-n", help="At most N commits."),
@@ -270,7 +243,6 @@ def log(
         print(f"{e.commit[:12]}  {e.time}  {e.author}  {subject}")
 
 
-@app.command()
 def lint(
     files: list[str] = typer.Argument(
         None, help="Only these files (paths relative to the wiki or absolute)."
@@ -295,7 +267,7 @@ def lint(
     if as_json:
         emit_json({"ok": not problems, "problems": [p.to_dict() for p in problems]})
     else:
-        for p in problems:
-            print(p)
+        for problem in problems:
+            print(problem)
     if problems:
         raise typer.Exit(1)

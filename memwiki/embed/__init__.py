@@ -53,7 +53,7 @@ def tokenizer_path() -> Path:
 def _default_stamp_dir(config: Config) -> Path | None:
     # The sidecar directory is git-ignored cache; outside a wiki we would rather hash
     # every time than create directories where nobody asked for them.
-    sidecar = config.wiki_path / ".memwiki"
+    sidecar = config.sidecar_path
     return sidecar if sidecar.is_dir() else None
 
 
@@ -64,7 +64,7 @@ def _one_line(exc: BaseException) -> str:
 
 def load_embedder(config: Config, stamp_dir: Path | None = None) -> tuple[Embedder | None, str]:
     """(embedder, description), or (None, why not): never raises, retrieval falls back to BM25."""
-    mode = (config.get("embed") or "onnx").strip().lower()
+    mode = config.embed
     if mode == "none":
         return None, "embedding disabled (embed = none): retrieval is BM25-only"
     if mode != "onnx":
@@ -72,9 +72,8 @@ def load_embedder(config: Config, stamp_dir: Path | None = None) -> tuple[Embedd
     if stamp_dir is None:
         stamp_dir = _default_stamp_dir(config)
 
-    custom = config.get("embed_model_dir")
-    if custom:
-        directory = Path(custom).expanduser()
+    directory = config.embed_model_dir
+    if directory is not None:
         if not directory.is_dir():
             return None, f"embed_model_dir {directory} is not a directory"
         for needed in ("model.onnx", "tokenizer.json"):

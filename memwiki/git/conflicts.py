@@ -16,18 +16,16 @@ Used by memorize commit (label ``run-<id>``) and by sync (label ``remote``):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
 import pygit2
 
+from .. import markdown
 from ..errors import InvalidInput
+from ..recallfile import COPY_RE
 
 LABEL_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,80}$")
-COPY_RE = re.compile(
-    r"^(?P<stem>.+)\.conflict-(?P<label>[a-z0-9][a-z0-9-]*)-(?P<sha>[0-9a-f]{7,40})(?P<ext>\.[^./]+)?$"
-)
-_TOP_KEY = re.compile(r"^([A-Za-z0-9_][^:\s]*)[ \t]*:(?:[ \t]|$)")
 # Stamps memorize commit writes on every changed file, and which of two values wins.
 _STAMPS = {
     "updated": (re.compile(r"^updated[ \t]*:[ \t]*(.*?)[ \t]*$", re.MULTILINE), max),
@@ -46,7 +44,7 @@ class Conflict:
 
     def to_dict(self) -> dict[str, str | None]:
         """JSON form."""
-        return {"path": self.path, "kind": self.kind, "kept": self.kept, "copy": self.copy}
+        return asdict(self)
 
 
 def copy_path(path: str, label: str, blob_id: str, length: int = 7) -> str:
@@ -56,14 +54,14 @@ def copy_path(path: str, label: str, blob_id: str, length: int = 7) -> str:
     return str(p.with_name(name))
 
 
-def _frontmatter_bounds(lines: list[str]) -> int | None:
-    """Index of the closing '---' line, or None when the text has no frontmatter."""
-    if not lines or lines[0].rstrip("\r\n") != "---":
+def _cut(text: str) -> tuple[str, str, str, str] | None:
+    """(bom, opening line, frontmatter, closing line and body), or None without frontmatter."""
+    bom, rest = markdown.strip_bom(text)
+    parts = markdown.split_frontmatter(rest)
+    if parts is None:
         return None
-    for i in range(1, len(lines)):
-        if lines[i].rstrip("\r\n") in ("---", "..."):
-            return i
-    return None
+    opening = rest[: rest.index("\n") + 1]
+    return bom, opening, parts.text, rest[len(opening) + len(parts.text) :]
 
 
 def conflict_copy_text(data: bytes, copy_stem: str, original: str, label: str) -> bytes:
@@ -72,19 +70,19 @@ def conflict_copy_text(data: bytes, copy_stem: str, original: str, label: str) -
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return data  # not text: the bytes are kept as they are
-    lines = text.splitlines(keepends=True)
-    end = _frontmatter_bounds(lines)
     marks = [f"conflict_of: {original}\n", f"conflict_label: {label}\n"]
-    if end is None:
+    cut = _cut(text)
+    if cut is None:
+        bom, rest = markdown.strip_bom(text)
         head = ["---\n", f"name: {copy_stem}\n", *marks, "---\n"]
-        return "".join(head + lines).encode("utf-8")
+        return (bom + "".join(head) + rest).encode("utf-8")
+    bom, opening, fm, tail = cut
     out: list[str] = []
     skipping = False
     named = False
-    for line in lines[1:end]:
-        m = _TOP_KEY.match(line)
-        if m:
-            key = m.group(1)
+    for line in fm.splitlines(keepends=True):
+        key = markdown.key_of(line)
+        if key is not None:
             skipping = key in ("name", "conflict_of", "conflict_label")
             if key == "name" and not named:
                 out.append(f"name: {copy_stem}\n")
@@ -95,25 +93,24 @@ def conflict_copy_text(data: bytes, copy_stem: str, original: str, label: str) -
         out[-1] += "\n"
     if not named:
         out.insert(0, f"name: {copy_stem}\n")
-    return "".join([lines[0], *out, *marks, *lines[end:]]).encode("utf-8")
+    return "".join([bom, opening, *out, *marks, tail]).encode("utf-8")
 
 
 def _stamp_value(text: str, key: str) -> str | None:
-    lines = text.splitlines(keepends=True)
-    end = _frontmatter_bounds(lines)
-    if end is None:
+    cut = _cut(text)
+    if cut is None:
         return None
-    m = _STAMPS[key][0].search("".join(lines[1:end]))
+    m = _STAMPS[key][0].search(cut[2])
     return m.group(1) if m else None
 
 
 def _set_stamp(text: str, key: str, value: str) -> str:
-    lines = text.splitlines(keepends=True)
-    end = _frontmatter_bounds(lines)
-    if end is None:
+    cut = _cut(text)
+    if cut is None:
         return text
-    fm = _STAMPS[key][0].sub(lambda _: f"{key}: {value}", "".join(lines[1:end]), count=1)
-    return lines[0] + fm + "".join(lines[end:])
+    bom, opening, fm, tail = cut
+    fm = _STAMPS[key][0].sub(lambda _: f"{key}: {value}", fm, count=1)
+    return bom + opening + fm + tail
 
 
 def _merge_ignoring_updated(

@@ -182,7 +182,7 @@ class Callbacks(pygit2.RemoteCallbacks):
             self.notes.append("no key file ~/.ssh/" + ", ".join(KEY_FILES))
 
     def _https(self, username: str | None) -> Iterator:
-        token = self.config.get("git_token")
+        token = self.config.git_token
         if token:
             self.tried.append("MEMWIKI_GIT_TOKEN")
             yield pygit2.UserPass(username or TOKEN_USER, token)

@@ -6,14 +6,13 @@ open exactly the lines a result points at. Every body line lies in at least one 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+
+from .. import markdown
 
 # About 200 model tokens: English prose runs ~1.3 tokens per word.
 WINDOW_WORDS = 150
 OVERLAP_WORDS = 30
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
 
 
 @dataclass(frozen=True)
@@ -51,40 +50,43 @@ class Item:
         return f"{head}\n{self.text}"
 
 
+def headings(lines: list[str]) -> list[tuple[int, str] | None]:
+    """For each line, (level, text) when it is a heading outside code, else None."""
+    code = markdown.code_lines(lines)
+    return [None if c else markdown.heading(line) for line, c in zip(lines, code, strict=True)]
+
+
 def sections(lines: list[str]) -> list[tuple[list[str], int, int]]:
-    """Split body lines at headings outside code fences: (heading path, start, end) 0-based."""
+    """Split body lines at headings outside code: (heading path, start, end) 0-based."""
     out: list[tuple[list[str], int, int]] = []
     stack: list[tuple[int, str]] = []
     start = 0
-    in_fence = False
     current: list[str] = []
-    for i, line in enumerate(lines):
-        if _FENCE.match(line):
-            in_fence = not in_fence
+    heads = headings(lines)
+    for i, h in enumerate(heads):
+        if h is None:
             continue
-        m = None if in_fence else _HEADING.match(line)
-        if m and i > start:
+        if i > start:
             out.append((current, start, i - 1))
             start = i
-        if m:
-            level = len(m.group(1))
-            stack = [(lv, t) for lv, t in stack if lv < level] + [(level, m.group(2))]
-            current = [t for _, t in stack]
+        level, text = h
+        stack = [(lv, t) for lv, t in stack if lv < level] + [(level, text)]
+        current = [t for _, t in stack if t]
     if start < len(lines):
         out.append((current, start, len(lines) - 1))
-    return _merge_bare_headings(lines, out)
+    return _merge_bare_headings(lines, heads, out)
 
 
-def _merge_bare_headings(lines: list[str], secs: list[tuple[list[str], int, int]]):
+def _merge_bare_headings(lines: list[str], heads, secs: list[tuple[list[str], int, int]]):
     """A heading with nothing under it but a sub-heading joins the next section."""
     merged: list[tuple[list[str], int, int]] = []
     carry: int | None = None
-    for n, (heads, s, e) in enumerate(secs):
-        bare = not any(ln.strip() and not _HEADING.match(ln) for ln in lines[s : e + 1])
+    for n, (path, s, e) in enumerate(secs):
+        bare = not any(lines[i].strip() and heads[i] is None for i in range(s, e + 1))
         if bare and n + 1 < len(secs):
             carry = s if carry is None else carry
             continue
-        merged.append((heads, s if carry is None else carry, e))
+        merged.append((path, s if carry is None else carry, e))
         carry = None
     return merged
 

@@ -24,11 +24,11 @@ from . import bm25
 from . import manifest as st
 from .chunker import Item, chunk
 
-MAX_FILE_BYTES = 1_000_000  # larger files are reported, not indexed: split them
 READER_WAIT_S = 5.0  # how long a reader waits for a writer before using the older index
 
 
-def _stderr(message: str) -> None:
+def print_to_stderr(message: str) -> None:
+    """Progress and warnings of index work: one `memwiki: ` line on stderr."""
     print(f"memwiki: {message}", file=sys.stderr)
 
 
@@ -79,11 +79,12 @@ class UpdateReport:
 class Index:
     """The sidecar index of one wiki."""
 
-    def __init__(self, wiki, config=None, notify: Callable[[str], None] = _stderr):
+    def __init__(self, wiki, config=None, notify: Callable[[str], None] = print_to_stderr):
         self.wiki = wiki
         self.root: Path = wiki.root
         self.directory: Path = wiki.sidecar / "index"
-        self.config = config
+        # The config travels with the wiki; an explicit one (tests, eval) takes precedence.
+        self.config = config if config is not None else wiki.config
         self.notify = notify
         self._embedder_loaded = False
         self._embedder = None
@@ -95,14 +96,11 @@ class Index:
     def embedder(self):
         """The configured embedder (loaded once), or None with a reason in embedder_note."""
         if not self._embedder_loaded:
-            from ..config import load
             from ..embed import load_embedder
 
             sidecar = self.wiki.sidecar
             sidecar.mkdir(parents=True, exist_ok=True)
-            self._embedder, self._embedder_note = load_embedder(
-                self.config or load(), stamp_dir=sidecar
-            )
+            self._embedder, self._embedder_note = load_embedder(self.config, stamp_dir=sidecar)
             self._embedder_loaded = True
         return self._embedder
 
@@ -125,7 +123,7 @@ class Index:
         """The one-writer lock of the index."""
         from ..lock import FileLock
 
-        return FileLock(self.root / ".memwiki" / "index.lock", timeout=600)
+        return FileLock(self.wiki.sidecar / "index.lock", timeout=600)
 
     def _check(self, state: st.State | None) -> str | None:
         """Why this state cannot be used as it is, or None."""
@@ -164,6 +162,10 @@ class Index:
             if state is not None:
                 self._loaded = (signature, state)
         return state, self._check(state)
+
+    def committed_state(self) -> tuple[st.State | None, str | None]:
+        """The committed state and why it cannot be used (or None), without updating it."""
+        return self._load()
 
     def snapshot(self, need_vectors: bool = True) -> Snapshot:
         """A fresh, complete index: brought up to date first unless another writer holds it."""
@@ -228,48 +230,54 @@ class Index:
             return UpdateReport(state=state)
         return self._apply(state, changes, stats, need_vectors)
 
-    def _read_items(self, rel: str, sha: str | None, stat) -> tuple[list[Item], st.FileEntry]:
+    def _read_items(
+        self, rel: str, sha: str | None, stat
+    ) -> tuple[list[Item], st.FileEntry, tuple[str, ...]]:
         """Chunk one file; a file that cannot be indexed gets a manifest entry with its problem."""
         from .. import recallfile as rfmod
+        from ..project import file_projects
 
         path = self.root / rel
         track = rel.split("/", 1)[0]
         problem = None
         items: list[Item] = []
+        projects: tuple[str, ...] = ()
         try:
             data = path.read_bytes()
         except OSError as exc:
             data, problem = b"", f"cannot read: {exc.strerror}"
         sha = sha or hashlib.sha256(data).hexdigest()
         entry = st.FileEntry(len(data), stat.st_mtime_ns if stat else 0, sha)
-        if problem is None and len(data) > MAX_FILE_BYTES:
-            problem = f"{len(data) / 1e6:.1f} MB is over the {MAX_FILE_BYTES / 1e6:.0f} MB limit for one file: split it"
+        if problem is None:
+            problem = rfmod.size_problem(len(data))  # larger files are reported, not indexed
         if problem is None:
             try:
                 rf = rfmod.parse(data, track=track, stem=path.stem, path=rel)
-                text = data.decode("utf-8")
-                body_first = rfmod.split_frontmatter(text)[2]
                 items = chunk(
                     rf.body,
-                    body_first,
+                    rf.body_line,
                     path=rel,
                     track=track,
                     name=rf.name,
                     description=rf.description,
                     tags=tuple(rf.tags),
                 )
+                projects = file_projects(rf.extra, track, path.stem)
             except rfmod.InvalidRecallFile as exc:
                 problem = "; ".join(f"line {p.line}: {p.message}" for p in exc.problems)
         entry.problem = problem
-        return items, entry
+        return items, entry, projects
 
     def _chunk_many(
         self, rels: list[str], hashes: dict[str, str], stats: dict, report: UpdateReport
     ):
         items: list[Item] = []
         files: dict[str, st.FileEntry] = {}
+        projects: dict[str, tuple[str, ...]] = {}
         for rel in rels:
-            file_items, entry = self._read_items(rel, hashes.get(rel), stats.get(rel))
+            file_items, entry, projects[rel] = self._read_items(
+                rel, hashes.get(rel), stats.get(rel)
+            )
             files[rel] = entry
             if entry.problem:
                 report.problems[rel] = entry.problem
@@ -277,12 +285,12 @@ class Index:
             else:
                 items.extend(file_items)
                 report.indexed.append(rel)
-        return items, files
+        return items, files, projects
 
     def _build(self, old: st.State | None, need_vectors: bool) -> UpdateReport:
         report = UpdateReport(full=True)
         stats = st.walk(self.root)
-        items, files = self._chunk_many(sorted(stats), {}, stats, report)
+        items, files, projects = self._chunk_many(sorted(stats), {}, stats, report)
         gen = (old.generation if old else 0) + 1
         bm25_dir = f"bm25-{gen}"
         target = self.directory / bm25_dir
@@ -290,7 +298,7 @@ class Index:
             shutil.rmtree(target)
         whoosh_gen = bm25.create(target, items)
         new = st.State(generation=gen, bm25_dir=bm25_dir, whoosh_generation=whoosh_gen, files=files)
-        new.rows = [_row(i) for i in items]
+        new.rows = [_row(i, projects.get(i.path, ())) for i in items]
         self._write_vectors(old, new, list(range(len(items))), need_vectors, report, items)
         st.save(self.state_path, new)
         self._cleanup(new)
@@ -301,7 +309,9 @@ class Index:
         self, old: st.State, changes: st.Changes, stats: dict, need_vectors: bool
     ) -> UpdateReport:
         report = UpdateReport()
-        items, changed_files = self._chunk_many(changes.changed, changes.hashes, stats, report)
+        items, changed_files, projects = self._chunk_many(
+            changes.changed, changes.hashes, stats, report
+        )
         gone = set(changes.changed) | set(changes.deleted)
         report.removed = sorted(set(changes.deleted))
         files = {k: v for k, v in old.files.items() if k not in gone}
@@ -310,7 +320,7 @@ class Index:
         gen = old.generation + 1
         new = st.State(generation=gen, bm25_dir=old.bm25_dir, files=files)
         keep = [i for i, r in enumerate(old.rows) if r.path not in gone]
-        new.rows = [old.rows[i] for i in keep] + [_row(i) for i in items]
+        new.rows = [old.rows[i] for i in keep] + [_row(i, projects.get(i.path, ())) for i in items]
         added_rows = list(range(len(keep), len(new.rows)))
         self._write_vectors(old, new, added_rows, need_vectors, report, items, keep=keep)
         if gone or items:
@@ -351,7 +361,7 @@ class Index:
                 shutil.rmtree(path, ignore_errors=True)
 
 
-def _row(item: Item) -> st.Row:
+def _row(item: Item, projects: tuple[str, ...] = ()) -> st.Row:
     return st.Row(
         item.path,
         item.track,
@@ -362,4 +372,5 @@ def _row(item: Item) -> st.Row:
         item.start_line,
         item.end_line,
         item.sha,
+        projects,
     )

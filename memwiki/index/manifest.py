@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from ..fsutil import file_sha256
 
-FORMAT = 7  # bump when chunking or analysis changes: old indexes are rebuilt
+FORMAT = 9  # bump when chunking or analysis changes: old indexes are rebuilt
 # A file modified this close to the moment the manifest was written may change again
 # within the same mtime tick without changing size: hash it again next time.
 RACY_NS = 2_000_000_000
@@ -37,6 +37,7 @@ class Row(NamedTuple):
     start_line: int
     end_line: int
     sha: str
+    projects: tuple[str, ...] = ()  # the file's `project:`/`projects:`; empty = global memory
 
     @property
     def id(self) -> str:

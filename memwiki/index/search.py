@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import bm25
-from .indexer import Index, Snapshot, _stderr
+from .indexer import Index, Snapshot, print_to_stderr
 
 MODES = ("hybrid", "bm25", "vector")
 CANDIDATES = 100  # items taken from each list before fusion
@@ -22,6 +22,9 @@ WEIGHT_POWER = 2.0
 MIN_COSINE = 0.15  # below this a vector-only hit is noise, not a match
 SECTIONS_PER_FILE = 3
 CHARS_PER_TOKEN = 4
+# Project scope: another project's item keeps this share of its fused score unless the
+# query names that project (chosen on tests/bench/projects.py; docs/guide.md, Projects).
+OTHER_PROJECT_FACTOR = 0.5
 
 
 @dataclass
@@ -55,6 +58,7 @@ class FileResult:
     description: str
     score: float
     sections: list[Section] = field(default_factory=list)
+    projects: tuple[str, ...] = ()  # empty: global memory
 
     def to_dict(self) -> dict:
         """JSON form."""
@@ -64,6 +68,8 @@ class FileResult:
             "name": self.name,
             "description": self.description,
             "score": round(self.score, 6),
+            "project": self.projects[0] if self.projects else None,
+            "projects": list(self.projects),
             "sections": [s.to_dict() for s in self.sections],
         }
 
@@ -174,11 +180,12 @@ def retrieve(
     budget: int = 1500,
     mode: str = "hybrid",
     config=None,
-    notify: Callable[[str], None] = _stderr,
+    notify: Callable[[str], None] = print_to_stderr,
     candidates: int = CANDIDATES,
     index: Index | None = None,
     fusion: str = "score",
     vector_weight: float | None = None,
+    project: str | None = None,
 ) -> RetrievalResult:
     """Search the wiki: fresh index, BM25 and vector candidates, fusion, files, sections.
 
@@ -221,6 +228,7 @@ def retrieve(
     if used_mode in ("hybrid", "vector") and query.strip():
         vector_hits = _vector_hits(snap, embedder, query, track, candidates)
     fused = fuse(bm25_hits, vector_hits, coverage, fusion, vector_weight)
+    fused, scope = scope_to_project(rows, fused, project, query)
     results = _rollup(snap, fused, k)
     _fill_sections(snap, results, fused, budget)
     facts = {
@@ -229,10 +237,41 @@ def retrieve(
         "embedder": snap.state.embedder if used_mode != "bm25" else None,
         "stale": snap.stale,
         "updated_files": snap.updated_files,
+        "project": project,
     }
+    if scope:
+        facts["project_named"] = scope
     if used_mode != mode:
         facts["note"] = f"BM25 only: {index.embedder_note}"
     return RetrievalResult(query, used_mode, results, facts)
+
+
+def scope_to_project(
+    rows, fused: dict[int, float], project: str | None, query: str
+) -> tuple[dict[int, float], list[str]]:
+    """Prefer the project in scope: other projects' items keep OTHER_PROJECT_FACTOR of their score.
+
+    Global items (no project) are never touched. When the query names projects of the
+    candidates, those named projects are the scope instead of the current one, so a
+    question about another project still finds it. A no-op when project is None or no
+    candidate belongs to a project. Returns the new scores and the projects the query named.
+    """
+    if project is None:
+        return fused, []
+    from ..project import mentioned
+
+    seen = {p for i in fused for p in rows[i].projects}
+    if not seen:
+        return fused, []
+    named = sorted(mentioned(query, seen))
+    preferred = set(named) if named else {project}
+    out = {}
+    for i, score in fused.items():
+        projects = rows[i].projects
+        if projects and preferred.isdisjoint(projects):
+            score *= OTHER_PROJECT_FACTOR
+        out[i] = score
+    return out, named
 
 
 def _rollup(snap: Snapshot, fused: dict[int, float], k: int) -> list[FileResult]:
@@ -246,7 +285,9 @@ def _rollup(snap: Snapshot, fused: dict[int, float], k: int) -> list[FileResult]
     out = []
     for path, (score, i) in ranked:
         row = snap.state.rows[i]
-        out.append(FileResult(path, row.track, row.name, row.description, score))
+        out.append(
+            FileResult(path, row.track, row.name, row.description, score, projects=row.projects)
+        )
     return out
 
 

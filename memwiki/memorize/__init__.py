@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .commit import CommitResult, commit
 from .prepare import PrepareResult, prepare, prepare_sessions
+from .resources import ProjectResources, verify_resources
 from .runs import DiscardResult, RunStatus, discard, status
 from .validate import RunInvalid
 
@@ -11,6 +12,7 @@ __all__ = [
     "CommitResult",
     "DiscardResult",
     "PrepareResult",
+    "ProjectResources",
     "RunInvalid",
     "RunStatus",
     "commit",
@@ -18,4 +20,5 @@ __all__ = [
     "prepare",
     "prepare_sessions",
     "status",
+    "verify_resources",
 ]

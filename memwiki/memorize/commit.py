@@ -17,7 +17,7 @@ import pygit2
 from ..errors import StateError
 from ..git import merge
 from ..git import repo as gitstore
-from . import runstate, worktrees
+from . import resources, runstate, worktrees
 from .runstate import COMMITTED, COMMITTING, MERGING, PREPARED, WORKSPACE, RunState
 from .validate import Changes, RunInvalid, check, stage_changes, stamp, unstage
 
@@ -180,6 +180,8 @@ def _commit_run_branch(
         raise StateError(
             f"run {state.run_id}: its base commit {state.base_commit} is no longer in the wiki"
         ) from None
+    # The resource job's described files go into project/<slug>.md first (resources.py).
+    resources.merge_run(directory, workspace)
     changes = stage_changes(wrepo, base)
     problems = check(wrepo, changes)
     if problems:

@@ -13,7 +13,7 @@ from .. import recallfile as rfmod
 from ..errors import InvalidInput, StateError
 from ..fsutil import atomic_write_text
 from ..git.merge import current_branch_head
-from . import runstate, templates, transcripts, worktrees
+from . import resources, runstate, templates, transcripts, worktrees
 from .runstate import PREPARED, PREPARING, WORKSPACE, RunState
 from .schema import MAX_PAYLOADS, Session, load_sessions
 from .scrub import scrub_text, scrub_value
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 Checkpoint = Callable[[str], None]
 COMMIT_COMMAND = "memwiki memorize commit {run_id} --json"
+VERIFY_COMMAND = "memorize verify-resources {run_id}"
 # A job lists at most this many existing files; beyond that the executor reads the folder.
 MAX_LISTED = 300
 
@@ -85,11 +86,39 @@ def existing_files(workspace: Path, track: str) -> str:
     return "\n".join(lines)
 
 
+def verify_command_for(commit_command: str, run_id: str) -> str:
+    """The verify-resources command, naming the wiki the way the commit command does."""
+    import shlex
+
+    try:
+        words = shlex.split(commit_command)
+    except ValueError:
+        words = []
+    prefix = words[:3] if words[1:2] == ["--wiki"] else words[:1] or ["memwiki"]
+    return f"{shlex.join(prefix)} {VERIFY_COMMAND.format(run_id=run_id)}"
+
+
+def _project_notes(project: dict[str, Any] | None, touched_log: Path | None) -> tuple[str, str]:
+    """The project paragraph of both jobs and the skill job's touched-files paragraph."""
+    if not project:
+        return templates.render("project_none.md"), ""
+    note = templates.render("project_session.md", project=project["project"])
+    touched = templates.render(
+        "skill_touched.md", project=project["project"], touched_log=touched_log
+    )
+    return note, touched
+
+
 def _write_run_files(
-    directory: Path, run_id: str, sessions: list[Session], command: str
+    directory: Path,
+    run_id: str,
+    sessions: list[Session],
+    command: str,
+    projects: list[dict[str, Any] | None],
 ) -> tuple[list[dict[str, str]], list[str], str]:
     workspace = directory / WORKSPACE
     written: list[dict[str, str]] = []
+    logs: list[Path | None] = []
     for number, session in enumerate(sessions, start=1):
         md = directory / "transcripts" / f"session-{number:02d}-messages.md"
         full = directory / "transcripts" / f"session-{number:02d}-full.jsonl"
@@ -99,13 +128,22 @@ def _write_run_files(
             {"session": session.label, "source_id": session.source_id, "messages": str(md),
              "full": str(full)}
         )  # fmt: skip
-    total = 2 * len(sessions)
+        project = projects[number - 1]
+        log = None
+        if project:
+            log = resources.write_touched_log(directory, number, session.items, project.get("cwd"))
+            written[-1]["project"] = project["project"]
+            written[-1]["touched"] = str(log)
+        logs.append(log)
+    slugs = sorted({p["project"] for p in projects if p})
+    total = 2 * len(sessions) + (1 if slugs else 0)
     listings = {t: existing_files(workspace, t) for t in ("memory", "skill")}
     jobs: list[Path] = []
     for kind, track, key in (("memory", "memory", "messages"), ("skill", "skill", "full")):
         for number, session in enumerate(sessions, start=1):
             n = len(jobs) + 1
             path = directory / "jobs" / f"{n:02d}-{kind}-session-{number:02d}.md"
+            note, touched = _project_notes(projects[number - 1], logs[number - 1])
             text = templates.render(
                 f"{kind}_job.md",
                 job_number=n,
@@ -117,9 +155,29 @@ def _write_run_files(
                 transcript=written[number - 1][key],
                 source_id=session.source_id,
                 existing_files=listings[track],
+                project_note=note,
+                **({"touched_note": touched} if kind == "skill" else {}),
             )
             atomic_write_text(path, text)
             jobs.append(path)
+    if slugs:
+        n = len(jobs) + 1
+        path = directory / "jobs" / f"{n:02d}-resource-projects.md"
+        lists = "\n".join(
+            f"       - `{directory / resources.RESOURCES_DIR / f'{slug}.md'}` ({slug})"
+            for slug in slugs
+        )
+        text = templates.render(
+            "resource_job.md",
+            job_number=n,
+            job_total=total,
+            run_id=run_id,
+            projects=", ".join(slugs),
+            verify_command=verify_command_for(command, run_id),
+            lists=lists,
+        )
+        atomic_write_text(path, text)
+        jobs.append(path)
     job_list = "\n".join(
         f"{i}. `{p}` ({p.stem.split('-')[1]} job)" for i, p in enumerate(jobs, start=1)
     )
@@ -145,12 +203,20 @@ def prepare_sessions(
     *,
     run_id: str | None = None,
     commit_command: str = COMMIT_COMMAND,
+    projects: Sequence[dict[str, Any] | None] | None = None,
     _checkpoint: Checkpoint | None = None,
 ) -> PrepareResult:
-    """Open a run for already-validated sessions (host adapters call this directly)."""
+    """Open a run for already-validated sessions (host adapters call this directly).
+
+    projects, one per session, is None or {"project": slug, "root": repository on this
+    device or None, "cwd": the session's directory or None}.
+    """
     checkpoint = _checkpoint or _noop
     if not 1 <= len(sessions) <= MAX_PAYLOADS:
         raise InvalidInput(f"a run takes 1 to {MAX_PAYLOADS} sessions, got {len(sessions)}")
+    projects = list(projects) if projects is not None else [None] * len(sessions)
+    if len(projects) != len(sessions):
+        raise InvalidInput("prepare: one project entry per session")
     counts: Counter[str] = Counter()
     clean = [scrub_session(s, counts) for s in sessions]
     repo = wiki.repo
@@ -180,8 +246,9 @@ def prepare_sessions(
                 "sha256": s.sha256,
                 "items": len(s.items),
                 "messages": len(s.messages),
+                **({k: p.get(k) for k in ("project", "root", "cwd")} if p else {}),
             }
-            for s in clean
+            for s, p in zip(clean, projects, strict=True)
         ],  # fmt: skip
         redactions=dict(sorted(counts.items())),
     )
@@ -192,7 +259,7 @@ def prepare_sessions(
     try:
         worktrees.create(repo, run_id, workspace, head)
         checkpoint("worktree-created")
-        written, jobs, prompt = _write_run_files(directory, run_id, clean, command)
+        written, jobs, prompt = _write_run_files(directory, run_id, clean, command, projects)
         checkpoint("files-written")
         state.phase = PREPARED
         state.transcripts, state.jobs, state.executor_prompt = written, jobs, prompt
@@ -220,10 +287,25 @@ def prepare(
     stdin: BinaryIO | None = None,
     run_id: str | None = None,
     commit_command: str = COMMIT_COMMAND,
+    project: str | None = None,
+    root: str | Path | None = None,
     _checkpoint: Checkpoint | None = None,
 ) -> PrepareResult:
-    """Validate 1-10 payload files (or '-' with stdin) and open a run for them."""
+    """Validate 1-10 payload files (or '-' with stdin) and open a run for them.
+
+    project (a slug) marks every session as work in that project; root is its repository
+    on this device, where verify-resources checks the files the sessions touched.
+    """
     sessions = load_sessions(inputs, stdin=stdin)
+    entry = None
+    if project is not None:
+        rfmod.check_slug(project, "project")
+        entry = {"project": project, "root": str(Path(root).resolve()) if root else None}
     return prepare_sessions(
-        wiki, sessions, run_id=run_id, commit_command=commit_command, _checkpoint=_checkpoint
+        wiki,
+        sessions,
+        run_id=run_id,
+        commit_command=commit_command,
+        projects=[entry] * len(sessions),
+        _checkpoint=_checkpoint,
     )

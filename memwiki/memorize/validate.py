@@ -13,8 +13,9 @@ from ..fsutil import atomic_write_text
 from ..git import repo as gitstore
 from ..recallfile import Problem
 
-# The executor may write RecallFiles of these tracks only (a person may add others).
-EXECUTOR_TRACKS = ("memory", "skill")
+# The executor may write RecallFiles of these tracks only (a person may add others);
+# project/<slug>.md is written by the resource merge (memorize/resources.py).
+EXECUTOR_TRACKS = ("memory", "skill", "project")
 _LINK_MODE = 0o120000
 
 
@@ -75,7 +76,8 @@ def _path_problem(path: str) -> str | None:
     parts = PurePosixPath(path).parts
     if len(parts) != 2 or parts[0] not in EXECUTOR_TRACKS:
         return (
-            "outside the tracks: the executor may only change memory/<name>.md or skill/<name>.md"
+            "outside the tracks: the executor may only change memory/<name>.md, skill/<name>.md"
+            " or project/<slug>.md"
         )
     if not parts[1].endswith(".md"):
         return "only markdown RecallFiles (<name>.md) may be changed"

@@ -116,7 +116,7 @@ def main(runs: int = 7, files: int = 2000) -> dict:
         index = Index(wiki, cfg, notify=lambda m: None)
         texts = []  # exactly the texts the build will embed, chunked the same way
         for rel in sorted(st.walk(wiki.root)):
-            items, _ = index._read_items(rel, None, None)
+            items, *_ = index._read_items(rel, None, None)
             texts += [it.embed_text for it in items]
         started = time.perf_counter()
         embedder.embed(texts)

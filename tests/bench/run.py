@@ -18,6 +18,7 @@ import agentwiki  # noqa: E402
 import cjk  # noqa: E402
 import latency  # noqa: E402
 import locomo  # noqa: E402
+import projects  # noqa: E402
 
 MODES = ["bm25", "vector", "hybrid"]
 # Issue 11's targets (k=5, hybrid): (set, kind) -> (R@5-any, R@5-all)
@@ -89,6 +90,7 @@ def main() -> None:
     started = time.time()
     if not args.skip_quality:
         print_table(quality_rows(args))
+        projects.print_table(projects.run(MODES))  # scoped vs unscoped
     if not args.skip_latency:
         latency.main(files=args.files)
     print(f"\nbench finished in {time.time() - started:.0f} s")

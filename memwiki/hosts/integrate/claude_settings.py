@@ -10,24 +10,45 @@ removed whole, and a settings file that was exactly `{}` plus a newline is delet
 from __future__ import annotations
 
 import json
+import shlex
+from pathlib import PurePath
 from typing import Any
 
 from ...errors import InvalidInput
 from . import jsonspan as js
 
 HOOK_COMMAND = "memwiki hook claude-code"
+HOOK_ARGS = ("hook", "claude-code")
 # Seconds Claude Code waits before giving up on the hook; the hook's own budget is shorter.
 HOOK_TIMEOUT_S = 10
 EVENT = "UserPromptSubmit"
 
 
-def hook_entry() -> dict[str, Any]:
+def hook_command(memwiki: str = "memwiki") -> str:
+    """The hook's command line for a memwiki executable (an absolute path from install)."""
+    return f"{memwiki} {' '.join(HOOK_ARGS)}"
+
+
+def hook_entry(command: str = HOOK_COMMAND) -> dict[str, Any]:
     """The command hook memwiki registers."""
-    return {"type": "command", "command": HOOK_COMMAND, "timeout": HOOK_TIMEOUT_S}
+    return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}
 
 
-def _created_text() -> str:
-    return json.dumps({"hooks": {EVENT: [{"hooks": [hook_entry()]}]}}, indent=2) + "\n"
+def _created_text(command: str = HOOK_COMMAND) -> str:
+    return json.dumps({"hooks": {EVENT: [{"hooks": [hook_entry(command)]}]}}, indent=2) + "\n"
+
+
+def is_hook_command(command: Any) -> bool:
+    """True for memwiki's hook command, whatever path to memwiki it names."""
+    if not isinstance(command, str):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return (
+        len(words) == 3 and PurePath(words[0]).name == "memwiki" and tuple(words[1:]) == HOOK_ARGS
+    )
 
 
 def _parse(text: str, label: str) -> dict[str, Any]:
@@ -41,19 +62,25 @@ def _parse(text: str, label: str) -> dict[str, Any]:
 
 
 def _ours(hook: Any) -> bool:
-    return isinstance(hook, dict) and hook.get("command") == HOOK_COMMAND
+    return isinstance(hook, dict) and is_hook_command(hook.get("command"))
+
+
+def hook_commands(data: dict[str, Any]) -> list[str]:
+    """The command lines of memwiki's hook entries in parsed settings."""
+    hooks = data.get("hooks")
+    groups = hooks.get(EVENT) if isinstance(hooks, dict) else None
+    return [
+        h["command"]
+        for g in (groups if isinstance(groups, list) else [])
+        if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+        for h in g["hooks"]
+        if _ours(h)
+    ]
 
 
 def has_hook(data: dict[str, Any]) -> bool:
     """True when the parsed settings already hold memwiki's hook."""
-    hooks = data.get("hooks")
-    groups = hooks.get(EVENT) if isinstance(hooks, dict) else None
-    return any(
-        _ours(h)
-        for g in (groups if isinstance(groups, list) else [])
-        if isinstance(g, dict) and isinstance(g.get("hooks"), list)
-        for h in g["hooks"]
-    )
+    return bool(hook_commands(data))
 
 
 def hook_registered(text: str | None) -> bool:
@@ -66,15 +93,23 @@ def hook_registered(text: str | None) -> bool:
         return False
 
 
-def add_hook(text: str | None, label: str = "settings.json") -> str:
-    """settings.json text with memwiki's hook registered (unchanged if it already is)."""
+def _refresh(text: str, data: dict[str, Any], command: str) -> str:
+    # Swap only the command string, so that the rest keeps its bytes and uninstall stays exact.
+    for old in hook_commands(data):
+        if old != command and json.dumps(old) in text:
+            text = text.replace(json.dumps(old), json.dumps(command), 1)
+    return text
+
+
+def add_hook(text: str | None, label: str = "settings.json", command: str = HOOK_COMMAND) -> str:
+    """settings.json text with memwiki's hook registered; an older path is refreshed in place."""
     if text is None or not text.strip():
-        return _created_text()
+        return _created_text(command)
     data = _parse(text, label)
     if has_hook(data):
-        return text
+        return _refresh(text, data, command)
     unit = js.indent_unit(text)
-    group = {"hooks": [hook_entry()]}
+    group = {"hooks": [hook_entry(command)]}
     top = js.root(text)
     hooks = js.member(top, "hooks")
     if hooks is None:
@@ -117,7 +152,7 @@ def remove_hook(text: str, label: str = "settings.json") -> str | None:
     data = _parse(text, label)
     if not has_hook(data):
         return text
-    if text == _created_text():
+    if any(text == _created_text(c) for c in hook_commands(data)):
         return None
     while has_hook(_parse(text, label)):
         text = _remove_one(text)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
+import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,12 +16,17 @@ from ..mining import claude_code, generic
 from ..mining.base import HOSTS, get_source, host_api
 from ..mining.records import parse_record
 from . import claude_settings
+from .executable import missing_paths
 from .inject import installed
+from .schedule import CLIENT, bridge_files
 from .textfile import read_text
+from .texts import template
 
 SAMPLE_STREAMS = 3
 SAMPLE_RECORDS = 200
 DB_SUFFIXES = (".db", ".sqlite", ".vscdb")
+VERSION_TIMEOUT_S = 15
+_VERSION = re.compile(r"\b(\d+\.\d+(?:\.\d+)?)\b")
 
 
 @dataclass
@@ -36,6 +45,9 @@ class HostStatus:
     hook_installed: bool | None  # claude-code only: the UserPromptSubmit hook is registered
     next_command: str | None
     notes: list[str] = field(default_factory=list)
+    version: str | None = None  # the installed client's version (`<client> --version`)
+    version_tested: bool | None = None  # within the versions make e2e passed with
+    tested_versions: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form."""
@@ -52,6 +64,9 @@ class HostStatus:
             "hook_installed": self.hook_installed,
             "next_command": self.next_command,
             "notes": self.notes,
+            "version": self.version,
+            "version_tested": self.version_tested,
+            "tested_versions": self.tested_versions,
         }
 
 
@@ -88,6 +103,68 @@ def _next(host: str, st: HostStatus) -> str | None:
     return f"memwiki bridge prepare --host {host} --session-dir DIR"
 
 
+def tested_versions() -> dict[str, list[str]]:
+    """Per host, the client versions the end-to-end suite passed with (client-versions.toml)."""
+    data = tomllib.loads(template("client-versions.toml"))
+    return {host: [str(v) for v in pin.get("passed", [])] for host, pin in data.items()}
+
+
+def client_version(host: str, config: Config) -> str | None:
+    """The installed client's version from `<client> --version`, or None when not found."""
+    name = CLIENT.get(host)
+    path = config.host_env.get("PATH")
+    exe = shutil.which(name, path=path) if name and path else None
+    if exe is None:
+        return None
+    try:
+        proc = subprocess.run(
+            [exe, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=VERSION_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = _VERSION.search(proc.stdout or proc.stderr or "")
+    return match.group(1) if match else None
+
+
+def _path_notes(host: str, config: Config, target: Path | None) -> list[str]:
+    # install wrote absolute paths to memwiki; a moved or deleted virtualenv breaks them.
+    files = [target] if target else []
+    if host == claude_code.HOST:
+        files.append(claude_code.settings_file(config))
+    if host in CLIENT:
+        files.append(bridge_files(host, config).wrapper)
+        files.append(bridge_files(host, config).prompt)
+    notes = []
+    for path in files:
+        try:
+            text = read_text(path)
+        except Exception:  # unreadable files are reported by install, not here
+            continue
+        for gone in missing_paths(text or ""):
+            notes.append(
+                f"{path} runs {gone}, which no longer exists: "
+                f"run `memwiki install --host {host}` (and `schedule --install`) again"
+            )
+    return notes
+
+
+def _version_notes(st: HostStatus, host: str, config: Config) -> None:
+    st.tested_versions = tested_versions().get(host, [])
+    st.version = client_version(host, config) if st.tested_versions else None
+    if st.version is None or not st.tested_versions:
+        return
+    st.version_tested = st.version in st.tested_versions
+    if not st.version_tested:
+        st.notes.append(
+            f"{host} {st.version} is not a version memwiki's end-to-end suite passed with "
+            f"({', '.join(st.tested_versions)}): its log format may have drifted"
+        )
+
+
 def host_status(host: str, config: Config) -> HostStatus:
     """The status of one dedicated host at its default locations."""
     api = host_api(host)
@@ -117,6 +194,8 @@ def host_status(host: str, config: Config) -> HostStatus:
         st.notes.append("no user-level instruction file: install per project with --path")
     if st.found and count and not st.memorize:
         st.notes.append("sessions found, but no conversation record in the newest ones")
+    st.notes.extend(_path_notes(host, config, target))
+    _version_notes(st, host, config)
     st.next_command = _next(host, st)
     return st
 

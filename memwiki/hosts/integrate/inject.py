@@ -11,6 +11,7 @@ from ...errors import InvalidInput, NotFound, StorageError
 from ..mining import claude_code
 from ..mining.base import host_api
 from . import block, claude_settings
+from .executable import memwiki_command
 from .textfile import delete_file, read_text, write_text
 from .texts import instruction_block
 
@@ -76,7 +77,8 @@ def install(
     target = instruction_target(host, config, path)
     _need_parent(target, host)
     before = read_text(target)
-    after = block.apply_block(before, instruction_block(), str(target))
+    # The absolute path, refreshed on every install: agents run tools in a login shell.
+    after = block.apply_block(before, instruction_block(memwiki_command()), str(target))
     if before is None:
         action = "created"
     elif after == before:
@@ -88,7 +90,9 @@ def install(
     if host == claude_code.HOST:
         settings = claude_code.settings_file(config)
         s_before = read_text(settings)
-        settings_after = claude_settings.add_hook(s_before, str(settings))
+        settings_after = claude_settings.add_hook(
+            s_before, str(settings), claude_settings.hook_command(memwiki_command())
+        )
         s_action = (
             "created"
             if s_before is None

@@ -15,14 +15,14 @@ from ...errors import MemwikiError
 EVENT = "UserPromptSubmit"
 # Larger additional context is cut to a preview by Claude Code (hosts.md §8: 10k chars arrived).
 MAX_CONTEXT_CHARS = 9500
-# The retrieval thread's name, so the CLI can tell that one outlived its budget.
+# The retrieval thread's name, so run_hook_process can tell that one outlived its budget.
 WORKER_NAME = "memwiki-hook-retrieve"
 CUT_NOTE = "\n[memwiki: cut to fit; run `memwiki retrieve` for the rest]"
 
 
 def hook_log_path(config: Config) -> Path:
     """<wiki>/.memwiki/logs/hook.log."""
-    return config.wiki_path / ".memwiki" / "logs" / "hook.log"
+    return config.logs_dir / "hook.log"
 
 
 def _log(log_path: Path | None, reason: str, started: float) -> None:
@@ -70,13 +70,14 @@ def hook_output(context: str) -> str:
 def run_claude_code_hook(
     stdin_text: str,
     config: Config,
-    retrieve_fn: Callable[[str], str],
+    retrieve_fn: Callable[[str, str | None], str],
     budget_s: float,
     log_path: Path | None,
 ) -> tuple[int, str]:
     """(exit code, stdout) for one UserPromptSubmit call; every failure is exit 0, no output.
 
-    retrieve_fn runs in a daemon thread: when the budget runs out the hook answers without
+    retrieve_fn(prompt, cwd) gets the payload's `cwd` (None when absent), so the memory
+    follows the project the session works in. It runs in a daemon thread: when the budget runs out the hook answers without
     it, and the caller should exit promptly (a daemon thread does not hold the process).
     """
     started = time.monotonic()
@@ -91,11 +92,12 @@ def run_claude_code_hook(
         return _fail(log_path, "malformed input: no prompt", started)
     if config.bridging_run:
         return 0, ""  # the scheduled memorize run works from its job files, not from memory
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
     box: dict[str, object] = {}
 
     def work() -> None:
         try:
-            box["result"] = retrieve_fn(prompt)
+            box["result"] = retrieve_fn(prompt, cwd or None)
         except BaseException as exc:  # fail open on anything the retrieval raises
             box["error"] = exc
 
@@ -133,3 +135,62 @@ def start_background_reindex(wiki_root: Path) -> None:
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # outlives the hook and is not killed with it
     )
+
+
+def retrieve_for(config: Config) -> Callable[[str, str | None], str]:
+    """The hook's retrieval: the configured wiki's markdown block, or "" when nothing matched."""
+
+    def retrieve(prompt: str, cwd: str | None = None) -> str:
+        import os
+
+        from ...project import parse_map, scope
+        from ...wiki import Wiki
+
+        wiki = Wiki.open(config.wiki_path, config)
+        # The payload's cwd is the session's project; the hook's own cwd is only a fallback.
+        project = scope("auto", cwd or os.getcwd(), parse_map(config.projects), config.home)
+        result = wiki.retrieve(prompt, notify=lambda _msg: None, project=project)
+        return result.to_markdown() if result.results else ""
+
+    return retrieve
+
+
+def run_hook_process(load_config: Callable[[], Config]) -> None:
+    """The whole `memwiki hook claude-code` process: stdin to stdout, then leave safely.
+
+    load_config is the entry point's loader: it runs inside the fail-open guard, so a
+    broken config file also lets the prompt through. This function may end the process
+    itself (os._exit) when a worker thread outlived the budget or stdout is gone.
+    """
+    import os
+    import sys
+
+    out = ""
+    cfg = None
+    try:
+        stdin_text = sys.stdin.buffer.read().decode("utf-8", "replace")
+        cfg = load_config()
+        # Without a wiki there is no .memwiki/ to log into, and none is created for a log.
+        log = hook_log_path(cfg) if (cfg.wiki_path / ".git").exists() else None
+        _, out = run_claude_code_hook(stdin_text, cfg, retrieve_for(cfg), cfg.hook_budget_s, log)
+    except BaseException:  # the prompt must reach the model whatever happens here
+        out = ""
+    try:
+        if out:
+            sys.stdout.write(out + "\n")
+        sys.stdout.flush()
+    except OSError:
+        # Nobody reads our answer any more; exiting now keeps Python's final flush of the
+        # broken pipe from turning exit 0 into 120.
+        os._exit(0)
+    if any(t.name == WORKER_NAME and t.is_alive() for t in threading.enumerate()):
+        # Past its budget: usually a first index build. Finish it in the background, then
+        # leave at once: a retrieval inside native code (onnxruntime) can abort the
+        # interpreter's shutdown with exit 134.
+        try:
+            if cfg is not None and (cfg.wiki_path / ".git").exists():
+                start_background_reindex(cfg.wiki_path)
+        except BaseException:  # failing open matters more than the background build
+            pass
+        sys.stderr.flush()
+        os._exit(0)

@@ -18,18 +18,38 @@ from ...config import Config
 from ...errors import InvalidInput, NotFound, StorageError
 from ..mining import openclaw
 from ..mining.base import host_module
+from .executable import client_command, memwiki_command, memwiki_executable
 from .textfile import delete_file, write_text
 from .texts import render, task_prompt, template
 
 # The host's headless mode, reading the task prompt from $PROMPT (set by the wrapper).
+# {client} is the client's executable and {memwiki} memwiki's, both absolute when install
+# finds them: cron's PATH holds neither. Flags are those of the versions in
+# tests/e2e/versions.toml (make e2e runs each of these command lines).
 HEADLESS = {
-    "claude-code": 'claude -p "$PROMPT" --allowedTools "Bash(memwiki:*)" Read Edit Write Glob Grep',
-    "codex": 'codex exec --full-auto --skip-git-repo-check "$PROMPT"',
-    "cursor": 'cursor-agent --trust -p "$PROMPT"',
-    "hermes": 'hermes -z "$PROMPT"',
-    "openclaw": (
-        f'openclaw agent --agent main --session-id {openclaw.BRIDGE_SESSION_ID} --message "$PROMPT"'
+    "claude-code": (
+        '{client} -p "$PROMPT" --allowedTools {allow_memwiki} Read Edit Write Glob Grep'
     ),
+    # Codex's workspace-write sandbox mounts .git read-only, and bridge commit writes the
+    # wiki's git refs: the run needs the full-access sandbox (exec never asks approvals).
+    "codex": '{client} exec --sandbox danger-full-access --skip-git-repo-check "$PROMPT"',
+    "cursor": '{client} --trust -p "$PROMPT"',
+    "hermes": '{client} -z "$PROMPT"',
+    # --local: without it `openclaw agent` goes through a gateway, whose tools see neither
+    # the wrapper's environment nor its directory. A session id per run: a fixed one would
+    # append every run to one session and resend the earlier runs' history to the model.
+    "openclaw": (
+        "{client} agent --local --agent main"
+        f' --session-id "{openclaw.BRIDGE_SESSION_PREFIX}$(date +%Y%m%d%H%M%S)-$$"'
+        ' --message "$PROMPT"'
+    ),
+}
+CLIENT = {
+    "claude-code": "claude",
+    "codex": "codex",
+    "cursor": "cursor-agent",
+    "hermes": "hermes",
+    "openclaw": "openclaw",
 }
 # Hourly, at a different minute per host so that two hosts' runs rarely overlap.
 MINUTE = {"claude-code": 7, "codex": 17, "cursor": 27, "openclaw": 37, "hermes": 47}
@@ -85,6 +105,18 @@ def memwiki_bin() -> Path:
     return candidate if candidate.exists() else Path("memwiki")
 
 
+def headless_command(host: str, config: Config) -> str:
+    """The host's headless command line with absolute client and memwiki paths filled in."""
+    _check(host)
+    exe = memwiki_executable()
+    return HEADLESS[host].format(
+        client=client_command(CLIENT[host], config.host_env.get("PATH")),
+        memwiki=memwiki_command(),
+        # Claude Code matches the command's first word, so the pattern names the same path.
+        allow_memwiki=shlex.quote(f"Bash({exe or 'memwiki'}:*)"),
+    )
+
+
 def render_wrapper(host: str, config: Config, headless: str | None = None) -> str:
     """The wrapper script text for a host (headless overrides the host's command line)."""
     _check(host)
@@ -98,7 +130,7 @@ def render_wrapper(host: str, config: Config, headless: str | None = None) -> st
         PROMPT_FILE=q(str(files.prompt)),
         LOCK=q(str(files.lock)),
         WORKDIR=q(str(config.wiki_path)),
-        HEADLESS=headless if headless is not None else HEADLESS[host],
+        HEADLESS=headless if headless is not None else headless_command(host, config),
     )
 
 
@@ -166,7 +198,7 @@ def install_schedule(
     files = bridge_files(host, config)
     # Read first: without a crontab command nothing is installed, so nothing is written.
     current = read_crontab(cmd)
-    write_text(files.prompt, task_prompt(host))
+    write_text(files.prompt, task_prompt(host, memwiki_command()))
     write_text(files.wrapper, render_wrapper(host, config, headless))
     new = crontab_with_entry(current, host, entry)
     if new == current:

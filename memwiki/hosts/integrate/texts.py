@@ -32,9 +32,9 @@ def render(text: str, **values: str) -> str:
     return _PLACEHOLDER.sub(sub, text)
 
 
-def instruction_block() -> str:
-    """The body of the managed block planted in instruction files."""
-    return template("instruction-block.md")
+def instruction_block(memwiki: str = "memwiki") -> str:
+    """The body of the managed block planted in instruction files (memwiki: how to call it)."""
+    return render(template("instruction-block.md"), MEMWIKI=memwiki)
 
 
 def task_prompt(host: str, memwiki: str = "memwiki") -> str:

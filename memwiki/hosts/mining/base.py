@@ -51,6 +51,7 @@ class SessionSlice:
     cursor: dict[str, Any]  # the stream's new cursor entry, to store once committed
     counts: dict[str, int]
     session: dict[str, Any] | None  # schema 1.0 session, or None when no message is new
+    cwd: str | None = None  # the session's working directory, when the host records it
 
     @property
     def memorizable(self) -> bool:
@@ -67,6 +68,7 @@ class SessionSlice:
             "cursor": self.cursor,
             "counts": self.counts,
             "session": self.session,
+            "cwd": self.cwd,
         }
 
 

@@ -121,13 +121,24 @@ def to_session(host: str, sl: SessionSlice) -> Session:
     return Session(label=label, source_id=f"{host}:{sl.session_id}", sha256=digest, items=items)
 
 
-def _summary(sl: SessionSlice) -> dict[str, Any]:
+def _summary(sl: SessionSlice, project: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "session_id": sl.session_id,
         "key": sl.key,
         "source_path": sl.source_path,
         "counts": dict(sl.counts),
+        "project": project["project"] if project else None,
     }
+
+
+def session_project(sl: SessionSlice, config: Config) -> dict[str, Any] | None:
+    """The project a slice's session worked in, from its working directory (or None)."""
+    from ...project import identify, parse_map
+
+    if not sl.cwd:
+        return None
+    found = identify(sl.cwd, parse_map(config.get("projects")), config.home)
+    return {"project": found.slug, "root": found.root, "cwd": sl.cwd} if found else None
 
 
 def commit_command(host: str, wiki_option: str | None = None) -> str:
@@ -217,7 +228,8 @@ def bridge_prepare(
                 host, True, advanced=advanced, claimed=self_ids, warnings=warnings
             )
         sessions = [to_session(host, sl) for sl in chosen]
-        summaries = [_summary(sl) for sl in chosen]
+        projects = [session_project(sl, config) for sl in chosen]
+        summaries = [_summary(sl, p) for sl, p in zip(chosen, projects, strict=True)]
         run_id = runstate.new_run_id()
         pending = advance_cursor(state, slices)
         # The run id is saved before the run exists: a prepare killed in between leaves a
@@ -226,7 +238,11 @@ def bridge_prepare(
         save_cursor(directory / PENDING_FILE, pending)
         try:
             prepared = memorize.prepare_sessions(
-                wiki, sessions, run_id=run_id, commit_command=commit_command(host, wiki_option)
+                wiki,
+                sessions,
+                run_id=run_id,
+                commit_command=commit_command(host, wiki_option),
+                projects=projects,
             )
         except BaseException:
             discard_pending(directory)

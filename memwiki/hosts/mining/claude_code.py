@@ -33,19 +33,43 @@ def host_present(config: Config) -> bool:
     return config_dir(config).is_dir()
 
 
+def is_subagent(record: dict[str, Any]) -> bool:
+    """True for a subagent's record: its "user" is the parent agent, not the person."""
+    return record.get("isSidechain") is True or isinstance(record.get("agentId"), str)
+
+
 def classify(record: dict[str, Any]) -> Verdict:
-    """hosts.md §1: the block types decide, never the role (tool output is logged as user)."""
+    """hosts.md §1: the block types decide, never the role (tool output is logged as user).
+
+    A subagent's conversation is the parent agent's tool call (its prompt is the parent's
+    words), so it is tool activity: kept in the full transcript, never mined as the user's.
+    """
     msg = record.get("message")
     if record.get("type") not in ROLES or not isinstance(msg, dict):
-        return Verdict.DROP
-    return classify_blocks(msg.get("content"), is_meta=bool(record.get("isMeta")))
+        return Verdict.DROP  # attachment, queue-operation, last-prompt, mode, summary, ...
+    verdict = classify_blocks(msg.get("content"), is_meta=bool(record.get("isMeta")))
+    if verdict is Verdict.MESSAGE and is_subagent(record):
+        return Verdict.TOOL
+    return verdict
 
 
 def to_items(record: dict[str, Any], verdict: Verdict, ctx: dict[str, Any]) -> list[dict[str, Any]]:
     """Canonical items: prose as messages, tool blocks as calls/results, thinking left out."""
     msg = record["message"]
     role = msg.get("role") if msg.get("role") in ROLES else record.get("type")
-    return block_items(role, msg.get("content"), ctx)
+    items = block_items(role, msg.get("content"), ctx)
+    if is_subagent(record):
+        items = [_subagent_item(it) for it in items]
+    return items
+
+
+def _subagent_item(item: dict[str, Any]) -> dict[str, Any]:
+    # The parent's prompt becomes a call of the subagent, its prose the subagent's output.
+    if item["type"] != "message":
+        return item
+    if item["role"] == "user":
+        return {"type": "tool_call", "name": "subagent", "arguments": {"prompt": item["content"]}}
+    return {"type": "tool_result", "name": "subagent", "content": item["content"]}
 
 
 class Source(JsonlSource):

@@ -13,11 +13,13 @@ from .records import ROLES, TEXT_BLOCKS, Verdict, message, parse_json_text, tool
 
 HOST = "codex"
 SELF_SESSION_VAR = "CODEX_THREAD_ID"
-# Harness text Codex injects as if the user had typed it (hosts.md §2).
+# Harness text Codex injects as if the user had typed it (hosts.md §2). The fallback for
+# rollouts without provenance: newer ones name each item's origin (content_item_kinds).
 INJECTED_MARKERS = (
     "<environment_context>",
     "<turn_aborted>",
-    "# AGENTS.md instructions for",
+    "# AGENTS.md instructions",  # "… for <dir>" (project) or bare (the global file)
+    "These AGENTS.md instructions replace all previously provided",  # a resumed session
     "<user_instructions>",
     "<permissions instructions>",
     "<recommended_plugins>",
@@ -70,6 +72,41 @@ def is_injected(text: str) -> bool:
     return text.lstrip().startswith(INJECTED_MARKERS)
 
 
+def _item_kinds(payload: dict[str, Any]) -> list[Any] | None:
+    # Codex 0.17x: internal_chat_message_metadata_passthrough.content_item_kinds, one kind
+    # per content item ("user.text", "agents_md.instructions", "environments.…", …).
+    meta = payload.get("internal_chat_message_metadata_passthrough")
+    kinds = meta.get("content_item_kinds") if isinstance(meta, dict) else None
+    content = payload.get("content")
+    if isinstance(kinds, list) and isinstance(content, list) and len(kinds) == len(content):
+        return kinds
+    return None
+
+
+def _typed_by_user(text: str, kind: Any) -> bool:
+    if isinstance(kind, str) and kind.startswith("user."):
+        return True
+    if isinstance(kind, str) and kind and kind != "unknown":
+        return False  # a named harness origin: AGENTS.md, environment context, skills, …
+    return not is_injected(text)  # no usable provenance: the markers decide
+
+
+def user_texts(payload: dict[str, Any]) -> list[str]:
+    """The text items the person typed: by provenance where present, else by markers."""
+    content = payload.get("content")
+    kinds = _item_kinds(payload)
+    if kinds is None:
+        return [t for t in _texts(content) if not is_injected(t)]
+    return [
+        b["text"]
+        for b, kind in zip(content, kinds, strict=True)
+        if isinstance(b, dict)
+        and b.get("type") in TEXT_BLOCKS
+        and isinstance(b.get("text"), str)
+        and _typed_by_user(b["text"], kind)
+    ]
+
+
 def _is_tool_type(kind: Any) -> bool:
     return isinstance(kind, str) and (
         kind in TOOL_TYPES or "function_call" in kind or "tool" in kind
@@ -92,8 +129,8 @@ def classify_payload(payload: dict[str, Any]) -> Verdict:
         if role not in ROLES:
             return Verdict.DROP  # developer and system prompts
         texts = _texts(payload.get("content"))
-        # Per item: one item of real prose keeps the record.
-        if role == "user" and texts and all(is_injected(t) for t in texts):
+        # Per item: one item the person typed keeps the record.
+        if role == "user" and texts and not user_texts(payload):
             return Verdict.DROP
         return Verdict.MESSAGE
     return Verdict.TOOL if _is_tool_type(kind) else Verdict.DROP
@@ -106,7 +143,7 @@ def to_items(record: dict[str, Any], verdict: Verdict, ctx: dict[str, Any]) -> l
     if kind == "message":
         texts = _texts(payload.get("content"))
         if payload.get("role") == "user":
-            texts = [t for t in texts if not is_injected(t)]
+            texts = user_texts(payload)
         return message(payload["role"], "\n\n".join(texts))
     call_id = payload.get("call_id", payload.get("id"))
     if kind in ("function_call", "custom_tool_call"):

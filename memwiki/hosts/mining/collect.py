@@ -10,6 +10,7 @@ from ...config import Config
 from . import openclaw
 from .base import SCHEMA_VERSION, SessionRef, SessionSlice, TranscriptSource, get_source
 from .records import Verdict, parse_record
+from .workdirs import slice_cwd
 
 # Host variables naming the session a scheduled run is in (hosts.md §9).
 SELF_SESSION_VARS = {
@@ -48,6 +49,7 @@ def read_slice(
         cursor=result.cursor,
         counts=counts,
         session=session,
+        cwd=slice_cwd(result.records, ref.path) if session is not None else None,
     )
 
 

@@ -38,7 +38,7 @@ def empty_state() -> dict[str, Any]:
 
 def host_state_dir(config: Config, host: str) -> Path:
     """<wiki>/.memwiki/hosts/<host>/, where the bridge keeps this host's cursor files."""
-    return config.wiki_path / ".memwiki" / "hosts" / host
+    return config.sidecar_path / "hosts" / host
 
 
 def load_cursor(path: Path) -> dict[str, Any]:

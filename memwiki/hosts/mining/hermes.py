@@ -67,8 +67,13 @@ def classify(record: dict[str, Any]) -> Verdict:
 def to_items(record: dict[str, Any], verdict: Verdict, ctx: dict[str, Any]) -> list[dict[str, Any]]:
     """Canonical items for a flat chat row."""
     if verdict is Verdict.TOOL and (record.get("role") == "tool" or record.get("tool_call_id")):
+        content, is_error = unwrap_tool_output(record.get("content", ""))
         return tool_result(
-            record.get("content", ""), record.get("tool_call_id"), ctx, name=record.get("tool_name")
+            content,
+            record.get("tool_call_id"),
+            ctx,
+            name=record.get("tool_name"),
+            is_error=is_error,
         )
     role, content = record["role"], record.get("content")
     items = block_items(role, content, ctx) if isinstance(content, list) else []
@@ -82,6 +87,20 @@ def to_items(record: dict[str, Any], verdict: Verdict, ctx: dict[str, Any]) -> l
         args = parse_json_text(fn.get("arguments", {}))
         items.extend(tool_call(fn.get("name"), args, call.get("id"), ctx))
     return items
+
+
+def unwrap_tool_output(content: Any) -> tuple[Any, bool | None]:
+    """A tool row's text and error flag: Hermes stores `{"output", "exit_code", "error"}` JSON."""
+    data = parse_json_text(content)
+    if not isinstance(data, dict) or not isinstance(data.get("output"), str):
+        return content, None
+    text, error, code = data["output"], data.get("error"), data.get("exit_code")
+    if isinstance(error, str) and error.strip():
+        text = f"{text}\n[error] {error}" if text else f"[error] {error}"
+    failed = bool(error) or (isinstance(code, int) and not isinstance(code, bool) and code != 0)
+    if "exit_code" not in data and "error" not in data:
+        return text, None
+    return text, failed
 
 
 class Source(TranscriptSource):
@@ -154,10 +173,17 @@ class Source(TranscriptSource):
             if "active" in present:
                 # Compaction re-inserts retained context as new rows; a copy of a row already
                 # mined and since deactivated is not new content.
+                # Read together with its copy, a deactivated original gives way to the copy:
+                # each message is mined once, and one compacted without a copy is kept.
+                same = (
+                    " AND o.role IS m.role AND o.content IS m.content"
+                    " AND o.tool_calls IS m.tool_calls)"
+                )
                 dup = (
-                    "EXISTS (SELECT 1 FROM messages o WHERE o.session_id = m.session_id"
-                    " AND o.id <= :pos AND o.active = 0 AND o.role IS m.role"
-                    " AND o.content IS m.content AND o.tool_calls IS m.tool_calls)"
+                    "(EXISTS (SELECT 1 FROM messages o WHERE o.session_id = m.session_id"
+                    " AND o.id <= :pos AND o.active = 0" + same + " OR (m.active = 0 AND"
+                    " EXISTS (SELECT 1 FROM messages o WHERE o.session_id = m.session_id"
+                    " AND o.id > m.id AND o.active = 1" + same + "))"
                 )
             select = ", ".join(["m.id", f"{dup} AS dup", *(f"m.{c}" for c in cols)])
             rows = conn.execute(

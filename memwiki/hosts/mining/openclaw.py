@@ -14,8 +14,10 @@ from .sqlite_ro import connect_ro, epoch_seconds, table_columns
 
 HOST = "openclaw"
 DB_RELPATH = ("agent", "openclaw-agent.sqlite")
-# The session id memwiki's scheduled OpenClaw run uses (the wrapper passes it explicitly).
-BRIDGE_SESSION_ID = "memwiki-bridge"
+# The session ids memwiki's scheduled OpenClaw runs use: the wrapper passes one per run,
+# this prefix plus a timestamp and its process id (the invocation names it, not a transcript).
+BRIDGE_SESSION_PREFIX = "memwiki-bridge-"
+BRIDGE_SESSION_ID = "memwiki-bridge"  # the fixed id of earlier versions, still skipped
 
 
 def state_dir(config: Config) -> Path:
@@ -100,7 +102,8 @@ class Source(JsonlSource):
                 key = f"{agent_dir.name}/{path.stem}"
                 if _legacy_skipped(path) or key in refs:
                     continue  # trace-only, duplicate, already imported, or in the database
-                refs[key] = self.ref_for(path, key=key, session_id=key, aliases=(path.stem,))
+                aliases = (path.stem, *_bridge_alias(path.stem))
+                refs[key] = self.ref_for(path, key=key, session_id=key, aliases=aliases)
         return newest_first(refs.values())
 
     def _list_db(self, agent: str, db: Path) -> list[SessionRef]:
@@ -117,7 +120,7 @@ class Source(JsonlSource):
             gens = _generations(conn)
         refs = []
         for sid, max_seq, created in rows:
-            aliases = [str(sid)]
+            aliases = [str(sid), *_bridge_alias(str(sid))]
             parts = str(keys.get(sid) or "").split(":")
             # agent:<agentId>:cron:<jobId>:run:<sessionId> — a registered job id claims its runs.
             if len(parts) >= 4 and parts[0] == "agent" and parts[2] == "cron":
@@ -162,6 +165,11 @@ class Source(JsonlSource):
     # The module-level functions are the reader's rules; tests call them directly too.
     classify = staticmethod(classify)
     to_items = staticmethod(to_items)
+
+
+def _bridge_alias(sid: str) -> list[str]:
+    # Every per-run session of the scheduled run answers to the one claimed id.
+    return [BRIDGE_SESSION_ID] if sid.startswith(BRIDGE_SESSION_PREFIX) else []
 
 
 def _generations(conn: sqlite3.Connection) -> dict[Any, int]:

@@ -1,0 +1,69 @@
+"""What every command needs from this invocation: the global options, the config, the wiki.
+
+The CLI is an entry point: it is one of the few places that call `config.load`; the
+library receives the resulting Config (it travels with the Wiki).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..wiki import Wiki
+
+
+@dataclass
+class State:
+    """Global options of this invocation (set by the Typer root callback)."""
+
+    wiki: str | None = None
+    debug: bool = False
+
+
+state = State()
+
+
+def config() -> Config:
+    """The resolved configuration of this process."""
+    from ..config import load
+
+    return load({"wiki": state.wiki})
+
+
+def open_wiki() -> Wiki:
+    """The configured wiki, carrying this process's config (errors when there is none)."""
+    from ..wiki import Wiki
+
+    cfg = config()
+    return Wiki.open(cfg.wiki_path, cfg)
+
+
+def wiki_option() -> str | None:
+    """The --wiki PATH of this invocation, absolute and shell-quoted, for next commands."""
+    return shlex.quote(os.path.abspath(state.wiki)) if state.wiki else None
+
+
+def split_ref(ref: str) -> tuple[str, str]:
+    """TRACK/NAME (a trailing .md is allowed) into (track, name)."""
+    from ..errors import InvalidInput
+
+    ref = ref[:-3] if ref.endswith(".md") else ref
+    if ref.count("/") != 1:
+        raise InvalidInput(f"{ref!r}: expected TRACK/NAME, for example memory/billing-service")
+    track, name = ref.split("/")
+    return track, name
+
+
+def reindex_for(wiki: Wiki):
+    """The reindex hook a commit calls once the merge is in (the index is only a cache)."""
+
+    def reindex() -> None:
+        from ..index.indexer import Index
+
+        Index(wiki, wiki.config).update()
+
+    return reindex

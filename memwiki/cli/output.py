@@ -1,0 +1,144 @@
+"""Printers shared by commands: JSON, warnings, errors, and the human form of shared results.
+
+No Typer here: the fast `retrieve` path prints through this module too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from typing import Any
+
+
+def emit_json(data: Any) -> None:
+    """Print data as JSON on stdout."""
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def warn(message: str) -> None:
+    """One line on stderr."""
+    print(f"memwiki: {message}", file=sys.stderr)
+
+
+def error_document(message: str, exit_code: int) -> dict[str, Any]:
+    """The JSON form of an error: what a --json command prints on stdout when it fails."""
+    return {"error": {"message": message, "exit_code": exit_code}}
+
+
+def print_error(message: str, exit_code: int, as_json: bool, internal: bool = False) -> None:
+    """The one stderr line of a failed command (and, under --json, the error document)."""
+    if as_json:
+        # When nobody reads stdout any more, the stderr line still goes out.
+        with contextlib.suppress(OSError):
+            emit_json(error_document(message, exit_code))
+    if internal:
+        print(f"memwiki: internal error: {message} (run with --debug for details)", file=sys.stderr)
+    else:
+        print(f"memwiki: error: {message}", file=sys.stderr)
+
+
+def print_changes(result) -> None:
+    """Human output of install/uninstall: one line per file or setting touched."""
+    verb = "would be " if result.dry_run else ""
+    for c in result.changes:
+        print(f"{c.kind:<11} {verb}{c.action:<9} {c.path}")
+
+
+def print_commit(result, as_json: bool) -> None:
+    """Output of a wiki commit (put, add, rm, commit)."""
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    if result.commit is None:
+        print("Nothing to commit")
+        return
+    for status in ("created", "updated", "deleted"):
+        for path in getattr(result, status):
+            print(f"{status:8} {path}")
+    print(f"commit {result.commit[:12]}")
+
+
+def print_prepared(data: dict, sessions: int) -> None:
+    """Human output of a prepared run: id, workspace, jobs, and what to run next."""
+    jobs = data["jobs"]
+    print(f"run {data['run_id']} prepared: {sessions} session(s), {len(jobs)} job(s)")
+    print(f"workspace:       {data['workspace']}")
+    print(f"executor prompt: {data['executor_prompt']}")
+    print("jobs (process them in this order):")
+    for number, job in enumerate(jobs, start=1):
+        print(f"  {number}. {job}")
+    if data.get("redactions"):
+        counts = ", ".join(f"{kind} x{n}" for kind, n in sorted(data["redactions"].items()))
+        print(f"redacted secrets: {counts}")
+    print(f"next: {data['next_command']}")
+
+
+def print_committed(result) -> None:
+    """Human output of a run commit: the merge, the files, the conflicts."""
+    rid = result.run_id
+    if result.commit is None:
+        print(f"run {rid}: nothing to commit (the executor changed no file); run cleaned up")
+        return
+    how = "was already committed" if result.already_committed else "committed"
+    print(f"run {rid} {how}: merge {result.commit[:12]}")
+    for status in ("created", "updated", "deleted"):
+        for path in getattr(result, status):
+            print(f"  {status:8} {path}")
+    for c in result.conflicts:
+        where = f" -> {c['copy']}" if c.get("copy") else f" (kept {c.get('kept')})"
+        print(f"  conflict {c['path']} ({c['kind']}){where}")
+    if result.conflicts:
+        print(
+            "conflict copies hold the run's version: merge them by hand (`memwiki lint` lists them)"
+        )
+    for message in result.warnings:
+        warn(f"warning: {message}")
+
+
+def print_run_invalid(exc, run_id: str, as_json: bool) -> None:
+    """Report a refused commit: the summary then every problem on stderr (the caller exits 2)."""
+    problems = list(exc.problems)
+    noun = "problem" if len(problems) == 1 else "problems"
+    summary = (
+        f"run {run_id}: {len(problems)} {noun} in the changed files, nothing committed "
+        "(fix them in the workspace and commit again)"
+    )
+    if as_json:
+        emit_json(
+            {
+                "ok": False,
+                "run_id": run_id,
+                **error_document(summary, exc.exit_code),
+                "problems": [p.to_dict() for p in problems],
+            }
+        )
+    print(f"memwiki: error: {summary}", file=sys.stderr)
+    for problem in problems:
+        print(f"  {problem}", file=sys.stderr)
+
+
+def print_hooks_setup(setup, as_json: bool) -> None:
+    """Tell the user what hook set-up did: a warning on stderr when pre-commit is missing."""
+    if not setup.installed:
+        warn(setup.message)
+    elif not as_json:
+        print("pre-commit hooks installed: memwiki-lint, memwiki-reindex")
+
+
+def print_sync(result) -> None:
+    """Human output of a sync: one line per step, then the conflicts and the commit."""
+    if result.committed:
+        print(f"committed {result.committed[:12]}  (hand edits)")
+    if result.fetched:
+        plural = "s" if result.fetched != 1 else ""
+        print(f"fetched   {result.fetched} commit{plural} from {result.remote}/{result.branch}")
+    merged = {"none": "nothing new from the remote", "merge": "merge commit"}
+    print(f"merged    {merged.get(result.merged, result.merged)}")
+    print(f"pushed    {result.branch} to {result.remote}" if result.pushed else "pushed    nothing")
+    if result.retries:
+        print(f"retried   {result.retries} (another device pushed first)")
+    for c in result.conflicts:
+        where = f" -> {c.copy}" if c.copy else f" ({c.kind}, kept {c.kept})"
+        print(f"conflict  {c.path}{where}")
+    print(f"commit    {result.commit[:12] if result.commit else '-'}")

@@ -1,0 +1,294 @@
+"""Project identity: which code project a directory belongs to, and which projects a file names.
+
+The project of a directory is the repository it lies in: the repository name of its git
+`origin` remote (`git@github.com:acme/ledger.git` -> `ledger`), else the directory name of
+the repository's main working tree. Subdirectories and linked worktrees of one repository
+are one project. Discovery reads `.git` and the repository's `config` file directly instead
+of importing pygit2: it runs on the `retrieve` hot path, where pygit2's import costs tens of
+milliseconds and this costs a few stat calls (docs/guide.md, "Projects").
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+SOURCES = ("remote", "directory", "config")
+SLUG_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+MAX_SLUG = 80
+MAX_DEPTH = 256  # bound on the upward walk (a path has far fewer parts in practice)
+_REMOTE_HEADER = re.compile(r'^\s*\[\s*remote\s+"origin"\s*\]\s*$', re.IGNORECASE)
+_SECTION = re.compile(r"^\s*\[")
+_URL_LINE = re.compile(r"^\s*url\s*=\s*(.*?)\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Project:
+    """The project a directory belongs to."""
+
+    slug: str
+    root: str  # the working tree the directory is in (repo-relative paths start here)
+    source: str  # remote | directory | config
+
+    def to_dict(self) -> dict:
+        """JSON form (the `memwiki project --json` schema)."""
+        return {"project": self.slug, "root": self.root, "source": self.source}
+
+
+@dataclass(frozen=True)
+class Repository:
+    """Where a directory's repository lives: its working tree and its (common) git dir."""
+
+    worktree: Path
+    git_dir: Path  # the per-worktree git dir (`.git`, or `.git/worktrees/<name>`)
+    common_dir: Path  # holds `config`, shared by all worktrees
+
+
+def slugify(text: str) -> str | None:
+    """A slug from a repository or directory name (`Ledger_API.git` -> `ledger-api`), or None."""
+    name = text.strip().removesuffix(".git")
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:MAX_SLUG].strip("-")
+    return slug or None
+
+
+def slug_from_url(url: str) -> str | None:
+    """The repository name of a remote URL: scp-like, ssh://, https://, file:// or a path."""
+    url = url.strip()
+    if not url:
+        return None
+    url = url.split("?", 1)[0].split("#", 1)[0].rstrip("/")
+    if "://" in url:
+        url = url.split("://", 1)[1].partition("/")[2]  # the path after the host
+    elif re.match(r"^[^/]+:", url):
+        url = url.split(":", 1)[1]  # git@github.com:acme/ledger.git
+    tail = url.rsplit("/", 1)[-1]
+    if tail.endswith(".git") and tail != ".git":
+        tail = tail[:-4]
+    if tail in ("", ".git"):
+        return None
+    return slugify(tail)
+
+
+def _read_gitfile(path: Path) -> Path | None:
+    """The git dir a `.git` file points to (linked worktrees, submodules)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    first = text.splitlines()[0] if text else ""
+    if not first.startswith("gitdir:"):
+        return None
+    target = Path(first[len("gitdir:") :].strip())
+    return target if target.is_absolute() else (path.parent / target)
+
+
+def _common_dir(git_dir: Path) -> Path:
+    try:
+        text = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+    except OSError:
+        return git_dir
+    common = Path(text)
+    return common if common.is_absolute() else (git_dir / common)
+
+
+def find_repository(directory: str | os.PathLike) -> Repository | None:
+    """The repository a directory lies in (walking up to the first `.git`), or None."""
+    try:
+        here = Path(os.path.realpath(directory))
+    except (OSError, ValueError):
+        return None
+    for candidate in [here, *here.parents][:MAX_DEPTH]:
+        dot_git = candidate / ".git"
+        try:
+            if dot_git.is_dir():
+                if (dot_git / "HEAD").exists():
+                    return Repository(candidate, dot_git, _common_dir(dot_git))
+                continue
+            if dot_git.is_file():
+                git_dir = _read_gitfile(dot_git)
+                if git_dir is not None and (git_dir / "HEAD").exists():
+                    git_dir = Path(os.path.realpath(git_dir))
+                    return Repository(
+                        candidate, git_dir, Path(os.path.realpath(_common_dir(git_dir)))
+                    )
+        except OSError:
+            continue
+    return None
+
+
+def origin_url(common_dir: Path) -> str | None:
+    """The `url` of `[remote "origin"]` in a repository's config file, or None."""
+    try:
+        text = (common_dir / "config").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    inside = False
+    for line in text.splitlines():
+        if _SECTION.match(line):
+            inside = bool(_REMOTE_HEADER.match(line))
+            continue
+        if inside:
+            m = _URL_LINE.match(line)
+            if m:
+                value = m.group(1)
+                if len(value) >= 2 and value[0] == value[-1] == '"':
+                    value = value[1:-1]
+                return value
+    return None
+
+
+def main_tree_name(repo: Repository) -> str:
+    """The directory name of the main working tree (a linked worktree's too)."""
+    common = repo.common_dir
+    if common.name == ".git":
+        return common.parent.name
+    if repo.git_dir == repo.common_dir:
+        return repo.worktree.name
+    return common.name  # a bare repository with linked worktrees: `ledger.git`
+
+
+def parse_map(text: str | None) -> dict[str, str]:
+    """The `projects` setting: `KEY=slug` entries separated by commas or newlines.
+
+    KEY is a directory prefix (absolute, or starting with `~`) or a remote URL.
+    """
+    out: dict[str, str] = {}
+    for entry in re.split(r"[,\n]", text or ""):
+        if "=" not in entry:
+            continue
+        key, slug = entry.rsplit("=", 1)
+        key, slug = key.strip(), slug.strip()
+        if key and slug and SLUG_RE.match(slug) and len(slug) <= MAX_SLUG:
+            out[key] = slug
+    return out
+
+
+def _norm_url(url: str) -> str:
+    return url.strip().rstrip("/").removesuffix(".git").lower()
+
+
+def _mapped_by_path(here: Path, mapping: Mapping[str, str], home: Path | None) -> str | None:
+    best: tuple[int, str] | None = None
+    for key, slug in mapping.items():
+        if not (key.startswith("/") or key.startswith("~")):
+            continue
+        base = Path(str(home) + key[1:]) if key.startswith("~") and home else Path(key)
+        try:
+            base = Path(os.path.realpath(base.expanduser()))
+        except (OSError, ValueError, RuntimeError):
+            continue
+        if (here == base or base in here.parents) and (best is None or len(base.parts) > best[0]):
+            best = (len(base.parts), slug)
+    return best[1] if best else None
+
+
+def identify(
+    directory: str | os.PathLike,
+    mapping: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> Project | None:
+    """The project of a directory: config mapping, else origin's repository name, else the
+    main working tree's directory name; None outside any repository and any mapping."""
+    mapping = mapping or {}
+    try:
+        here = Path(os.path.realpath(directory))
+    except (OSError, ValueError):
+        return None
+    repo = find_repository(here)
+    mapped = _mapped_by_path(here, mapping, home)
+    if mapped:
+        return Project(mapped, str(repo.worktree if repo else here), "config")
+    if repo is None:
+        return None
+    url = origin_url(repo.common_dir)
+    if url:
+        by_url = {_norm_url(k): v for k, v in mapping.items() if not k.startswith(("/", "~"))}
+        if _norm_url(url) in by_url:
+            return Project(by_url[_norm_url(url)], str(repo.worktree), "config")
+        slug = slug_from_url(url)
+        if slug:
+            return Project(slug, str(repo.worktree), "remote")
+    slug = slugify(main_tree_name(repo))
+    return Project(slug, str(repo.worktree), "directory") if slug else None
+
+
+def scope(
+    option: str | None,
+    directory: str | os.PathLike,
+    mapping: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> str | None:
+    """The project a retrieval prefers: `auto` = the directory's, `all` = none, else the slug."""
+    from .errors import InvalidInput
+
+    value = (option or "auto").strip()
+    if value == "all":
+        return None
+    if value == "auto":
+        found = identify(directory, mapping, home)
+        return found.slug if found else None
+    if not _is_slug(value):
+        raise InvalidInput(f"--project {value!r}: use auto, all or a project slug like billing-api")
+    return value
+
+
+# ------------------------------------------------------------- files and queries
+
+
+def file_projects(data: Mapping, track: str = "", stem: str = "") -> tuple[str, ...]:
+    """The projects a RecallFile belongs to: `project:`/`projects:`, or its own slug in project/.
+
+    Values are assumed valid (recallfile validation checks them); anything else counts as
+    none, so a malformed key never hides a file.
+    """
+    found: list[str] = []
+    one = data.get("project")
+    if isinstance(one, str) and one:
+        found.append(one)
+    many = data.get("projects")
+    if isinstance(many, list):
+        found.extend(v for v in many if isinstance(v, str) and v)
+    if not found and track == "project" and stem:
+        found.append(stem)
+    return tuple(dict.fromkeys(found))
+
+
+def check_frontmatter(data: Mapping) -> list[tuple[str, str]]:
+    """Problems with `project`/`projects` as (key, message); empty when they are valid."""
+    problems: list[tuple[str, str]] = []
+    if "project" in data and "projects" in data:
+        problems.append(("projects", "use either 'project' or 'projects', not both"))
+    one = data.get("project")
+    if "project" in data and not (isinstance(one, str) and _is_slug(one)):
+        problems.append(("project", "'project' must be a project slug like billing-api"))
+    many = data.get("projects")
+    if "projects" in data and not (
+        isinstance(many, list) and many and all(isinstance(v, str) and _is_slug(v) for v in many)
+    ):
+        problems.append(("projects", "'projects' must be a list of project slugs"))
+    return problems
+
+
+def _is_slug(value: str) -> bool:
+    return len(value) <= MAX_SLUG and bool(SLUG_RE.match(value))
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def mentioned(query: str, slugs: Iterable[str]) -> set[str]:
+    """The slugs a query names: `billing-api`, `billing api` or `billingapi`, as whole words."""
+    words = _WORD.findall(query.lower())
+    if not words:
+        return set()
+    joined = " " + " ".join(words) + " "
+    compact = set(words)
+    out = set()
+    for slug in slugs:
+        parts = slug.split("-")
+        if f" {' '.join(parts)} " in joined or "".join(parts) in compact:
+            out.add(slug)
+    return out

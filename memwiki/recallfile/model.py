@@ -1,0 +1,144 @@
+"""The RecallFile model: its fields, its problems, and the names a RecallFile may have."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import asdict, dataclass, field
+
+from ..errors import InvalidInput
+from ..timestamps import format_iso
+
+SLUG_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+MAX_NAME = 80
+KNOWN_KEYS = ("name", "description", "tags", "created", "updated", "sources")
+# Every character Python's str.splitlines() breaks at; YAML reads \x85, \u2028 and \u2029
+# as line breaks too, so a "one line" description may contain none of them.
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+# memwiki's own conflict copies: <stem>.conflict-<label>-<sha7..40>[.md] (see git/conflicts).
+COPY_RE = re.compile(
+    r"^(?P<stem>.+)\.conflict-(?P<label>[a-z0-9][a-z0-9-]*)-(?P<sha>[0-9a-f]{7,40})(?P<ext>\.[^./]+)?$"
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One validation problem, reported as `path:line: message`."""
+
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+    def to_dict(self) -> dict:
+        """JSON form."""
+        return asdict(self)
+
+
+class InvalidRecallFile(InvalidInput):
+    """A file that is not a valid RecallFile; carries every problem found."""
+
+    def __init__(self, problems: list[Problem]):
+        super().__init__(
+            str(problems[0]) + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else "")
+        )
+        self.problems = problems
+
+
+@dataclass
+class RecallFile:
+    """One memory or skill file: frontmatter fields plus the markdown body."""
+
+    track: str
+    name: str
+    description: str
+    body: str = ""
+    tags: list[str] = field(default_factory=list)
+    created: str | None = None
+    updated: str | None = None
+    sources: list[str] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+    # The frontmatter text as read from disk; a rewrite edits it in place.
+    raw_frontmatter: str | None = field(default=None, compare=False, repr=False)
+    # The file line the body starts on, and the byte-order mark it was read with (kept on
+    # rewrite): facts of the file on disk, not of the memory.
+    body_line: int = field(default=0, compare=False, repr=False)
+    bom: str = field(default="", compare=False, repr=False)
+
+    @property
+    def path(self) -> str:
+        """Path relative to the wiki root."""
+        return f"{self.track}/{self.name}.md"
+
+    @property
+    def is_conflict_copy(self) -> bool:
+        """True for a conflict copy memwiki wrote beside its original."""
+        return conflict_copy_of(self.name) is not None
+
+    def to_dict(self, with_body: bool = True) -> dict:
+        """JSON form."""
+        data = {
+            "track": self.track,
+            "name": self.name,
+            "path": self.path,
+            "description": self.description,
+            "tags": list(self.tags),
+            "created": self.created,
+            "updated": self.updated,
+            "sources": list(self.sources),
+        }
+        if self.extra:
+            data["extra"] = jsonable(self.extra)
+        if with_body:
+            data["body"] = self.body
+        return data
+
+
+def check_slug(value: str, what: str = "name") -> str:
+    """Return value if it is a valid slug, else raise InvalidInput."""
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(f"{what} is missing")
+    if len(value) > MAX_NAME:
+        raise InvalidInput(f"{what} {value[:40]!r}… is longer than {MAX_NAME} characters")
+    if not SLUG_RE.match(value):
+        raise InvalidInput(
+            f"{what} {value!r} is not a slug (lowercase letters, digits and single hyphens)"
+        )
+    return value
+
+
+def conflict_copy_of(name: str) -> str | None:
+    """The original's stem when name (a file name or stem) is a memwiki conflict copy's."""
+    m = COPY_RE.match(name)
+    if m is None or (m["ext"] not in (None, ".md")) or not SLUG_RE.match(m["stem"]):
+        return None
+    return m["stem"]
+
+
+def is_one_line(text: str) -> bool:
+    """True when text (ignoring surrounding whitespace) holds no line break of any kind."""
+    return not any(c in LINE_BREAKS for c in text.strip())
+
+
+def timestamp(value) -> str | None:
+    """A frontmatter timestamp as memwiki writes it (YAML may have read it as a datetime)."""
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        return format_iso(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+def jsonable(value):
+    """value with dates turned into strings and keys into str, for JSON."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dt.date | dt.datetime):
+        return timestamp(value)
+    return value

@@ -1,0 +1,167 @@
+"""Reading RecallFiles: decode, split (through the markdown layer), validate every field."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from .. import markdown
+from ..errors import InvalidInput
+from .model import (
+    KNOWN_KEYS,
+    InvalidRecallFile,
+    Problem,
+    RecallFile,
+    check_slug,
+    conflict_copy_of,
+    is_one_line,
+    timestamp,
+)
+
+# Files larger than this are not indexed (lint reports them): the chunker and the embedder
+# work through a file in windows, and this bounds the time one file can take. See docs/guide.md.
+MAX_FILE_BYTES = 20 * 1024 * 1024
+BINARY_PROBE = 8192  # a NUL byte in the first 8 KiB: binary, as git decides
+
+
+def size_problem(size: int) -> str | None:
+    """Why a file of this many bytes is not indexed, or None when it is small enough."""
+    if size <= MAX_FILE_BYTES:
+        return None
+    limit = MAX_FILE_BYTES // (1024 * 1024)
+    return f"{size / 1024**2:.1f} MiB is over the {limit} MiB limit for one file: split it"
+
+
+def decode(data: bytes, path: str) -> str:
+    """Decode UTF-8 or raise InvalidRecallFile naming the line of the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InvalidRecallFile([Problem(path, line, "not valid UTF-8 text")]) from None
+
+
+def parse(text: str | bytes, track: str, stem: str, path: str | None = None) -> RecallFile:
+    """Parse and validate a RecallFile's text; raises InvalidRecallFile with every problem."""
+    import yaml  # imported here: the retrieval hot path reads no frontmatter when nothing changed
+
+    path = path or f"{track}/{stem}.md"
+    if isinstance(text, bytes):
+        if b"\x00" in text[:BINARY_PROBE]:
+            raise InvalidRecallFile([Problem(path, 1, "binary file, not markdown")])
+        text = decode(text, path)
+    bom, text = markdown.strip_bom(text)
+    if not text.strip():
+        raise InvalidRecallFile([Problem(path, 1, "empty file")])
+    parts = markdown.split_frontmatter(text)
+    if parts is None:
+        msg = "missing frontmatter: the file must start with a '---' line and close it with '---'"
+        raise InvalidRecallFile([Problem(path, 1, msg)])
+    fm_text = parts.text
+    try:
+        data = yaml.safe_load(fm_text)
+    except yaml.YAMLError as exc:
+        raise InvalidRecallFile([_yaml_problem(exc, fm_text, path)]) from None
+    except (ValueError, OverflowError, RecursionError) as exc:
+        # PyYAML's constructors raise these for a timestamp like 2026-13-45 or an
+        # absurdly large or deeply nested value.
+        message = f"invalid YAML in frontmatter: {type(exc).__name__}: {str(exc)[:120]}"
+        raise InvalidRecallFile([Problem(path, 2, message)]) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InvalidRecallFile(
+            [Problem(path, 2, "frontmatter is not a mapping of keys to values")]
+        )
+    problems = _validate_fields(data, fm_text, stem, path)
+    if problems:
+        raise InvalidRecallFile(problems)
+    extra = {k: v for k, v in data.items() if k not in KNOWN_KEYS}
+    return RecallFile(
+        track=track,
+        name=data["name"],
+        description=data["description"].strip(),
+        body=parts.body,
+        tags=[str(t) for t in data.get("tags") or []],
+        created=timestamp(data.get("created")),
+        updated=timestamp(data.get("updated")),
+        sources=[str(s) for s in data.get("sources") or []],
+        extra=extra,
+        raw_frontmatter=fm_text,
+        body_line=parts.body_line,
+        bom=bom,
+    )
+
+
+def _yaml_problem(exc, fm_text: str, path: str) -> Problem:
+    mark = getattr(exc, "problem_mark", None)
+    context = getattr(exc, "context_mark", None)
+    # For an unclosed quote or bracket PyYAML notices the problem only later (at the
+    # next key, or the end of the frontmatter); the line to fix is where it opened.
+    unclosed = any(w in (getattr(exc, "context", None) or "") for w in ("flow", "quoted"))
+    if context is not None and (unclosed or mark is None or mark.line >= fm_text.count("\n")):
+        mark = context
+    line = mark.line + 2 if mark is not None else 2
+    problem = getattr(exc, "problem", None) or "invalid YAML"
+    return Problem(path, line, f"invalid YAML in frontmatter: {problem}")
+
+
+def _validate_fields(data: dict, fm_text: str, stem: str, path: str) -> list[Problem]:
+    problems: list[Problem] = []
+
+    def add(key: str, message: str) -> None:
+        problems.append(Problem(path, markdown.key_line(fm_text, key), message))
+
+    name = data.get("name")
+    if name is None or name == "":
+        add("name", "missing 'name' in frontmatter")
+    elif not isinstance(name, str):
+        add("name", "'name' must be a string")
+    elif name == stem and conflict_copy_of(stem) is not None:
+        pass  # a conflict copy memwiki wrote: not a slug on purpose, and indexed as it is
+    else:
+        try:
+            check_slug(name)
+        except InvalidInput as exc:
+            add("name", exc.message)
+        else:
+            if name != stem:
+                add("name", f"name {name!r} does not match the file name {stem!r}")
+    desc = data.get("description")
+    if desc is None or (isinstance(desc, str) and not desc.strip()):
+        add("description", "missing 'description' in frontmatter")
+    elif not isinstance(desc, str):
+        add("description", "'description' must be a string")
+    elif not is_one_line(desc):
+        add("description", "'description' must be one line")
+    for key in ("tags", "sources"):
+        value = data.get(key)
+        if value is not None and not (
+            isinstance(value, list) and all(isinstance(v, str | int | float) for v in value)
+        ):
+            add(key, f"'{key}' must be a list of strings")
+    for key in ("created", "updated"):
+        value = data.get(key)
+        if value is not None and not isinstance(value, str | dt.date | dt.datetime):
+            add(key, f"'{key}' must be a timestamp like 2026-11-02T10:14:00Z")
+    from ..project import check_frontmatter  # `project:`/`projects:` (docs/guide.md, Projects)
+
+    for key, message in check_frontmatter(data):
+        add(key, message)
+    return problems
+
+
+def read(path: Path, track: str, rel: str | None = None) -> RecallFile:
+    """Read and parse a RecallFile from disk."""
+    path = Path(path)
+    return parse(path.read_bytes(), track=track, stem=path.stem, path=rel or str(path))
+
+
+def try_read(path: Path, track: str, rel: str) -> tuple[RecallFile | None, list[Problem]]:
+    """Read a RecallFile, or say why it cannot be read (for commands that go on with the rest)."""
+    try:
+        return read(path, track, rel), []
+    except InvalidRecallFile as exc:
+        return None, exc.problems
+    except OSError as exc:
+        return None, [Problem(rel, 1, f"cannot read: {exc.strerror}")]

@@ -1,0 +1,99 @@
+"""Writing RecallFiles: render new ones, and edit an existing frontmatter in place.
+
+A rewrite keeps every byte it does not have to change: unknown frontmatter keys stay
+exactly as the person (or Obsidian) wrote them, the body is never reflowed, and a UTF-8
+byte-order mark stays. Only the blocks of known keys whose values changed are re-rendered.
+"""
+
+from __future__ import annotations
+
+from .. import markdown
+from ..timestamps import ISO_Z
+from .model import KNOWN_KEYS, RecallFile, jsonable, timestamp
+
+
+def _unicode_ok(value) -> bool:
+    # PyYAML writes \x85, \u2028 and \u2029 raw when allow_unicode is on, and reading them
+    # back turns them into line breaks; such values are written with escapes instead.
+    if isinstance(value, str):
+        return not any(c in value for c in "\x85\u2028\u2029")
+    if isinstance(value, dict):
+        return all(_unicode_ok(k) and _unicode_ok(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(_unicode_ok(v) for v in value)
+    return True
+
+
+def _render_value(key: str, value) -> str:
+    import yaml
+
+    if key in ("created", "updated") and isinstance(value, str) and ISO_Z.match(value):
+        return f"{key}: {value}\n"
+    unicode = _unicode_ok(value)
+    if isinstance(value, list):
+        # Obsidian-style inline list: tags: [release, billing]
+        inline = yaml.safe_dump(value, default_flow_style=True, allow_unicode=unicode, width=10**6)
+        return f"{key}: {inline.strip()}\n"
+    return yaml.safe_dump({key: value}, allow_unicode=unicode, sort_keys=False, width=10**6)
+
+
+def _known_values(rf: RecallFile) -> dict:
+    values = {"name": rf.name, "description": rf.description}
+    if rf.tags:
+        values["tags"] = list(rf.tags)
+    if rf.created:
+        values["created"] = rf.created
+    if rf.updated:
+        values["updated"] = rf.updated
+    if rf.sources:
+        values["sources"] = list(rf.sources)
+    return values
+
+
+def render(rf: RecallFile) -> str:
+    """Render a RecallFile to text, editing the original frontmatter in place when there is one."""
+    import yaml
+
+    known = _known_values(rf)
+    if rf.raw_frontmatter is None:
+        fm = "".join(_render_value(k, v) for k, v in known.items())
+        if rf.extra:
+            extra = jsonable(rf.extra)
+            fm += yaml.safe_dump(
+                extra, allow_unicode=_unicode_ok(extra), sort_keys=False, width=10**6
+            )
+    else:
+        fm = _edit_frontmatter(rf.raw_frontmatter, known)
+    return f"{rf.bom}---\n{fm}---\n{rf.body}"
+
+
+def _edit_frontmatter(raw: str, known: dict) -> str:
+    import yaml
+
+    try:
+        old = yaml.safe_load(raw) or {}
+    except (yaml.YAMLError, ValueError, OverflowError, RecursionError):
+        old = {}
+    if not isinstance(old, dict):
+        old = {}
+    out: list[str] = []
+    seen: set[str] = set()
+    for key, text in markdown.key_blocks(raw):
+        if key in KNOWN_KEYS:
+            seen.add(key)
+            if key not in known:
+                continue  # the caller cleared it
+            old_value = old.get(key)
+            if key in ("created", "updated"):
+                old_value = timestamp(old_value)
+            elif key in ("tags", "sources") and isinstance(old_value, list):
+                old_value = [str(v) for v in old_value]
+            elif key == "description" and isinstance(old_value, str):
+                old_value = old_value.strip()
+            out.append(text if old_value == known[key] else _render_value(key, known[key]))
+        else:
+            out.append(text)
+    if out and not out[-1].endswith("\n"):
+        out[-1] += "\n"
+    out.extend(_render_value(k, v) for k, v in known.items() if k not in seen)
+    return "".join(out)

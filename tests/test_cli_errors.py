@@ -1,0 +1,80 @@
+"""Errors: one stderr line and a documented exit code; --json adds the error document on
+stdout; --debug adds the traceback and keeps the exit code (issue 13 items 7 and 9)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memwiki.wiki import Wiki
+
+PREFIX = "memwiki: error: "
+
+
+def _document(out: str) -> dict:
+    data = json.loads(out)
+    assert set(data) == {"error"} and set(data["error"]) == {"message", "exit_code"}
+    return data["error"]
+
+
+def test_json_error_of_a_typer_command(wiki, cli):
+    code, out, err = cli("--wiki", wiki.root, "show", "memory/nope", "--json")
+    assert code == 3
+    assert err == f"{PREFIX}no RecallFile memory/nope\n"
+    assert _document(out) == {"message": "no RecallFile memory/nope", "exit_code": 3}
+
+
+def test_json_error_of_the_fast_retrieve_path(tmp_path, run_memwiki):
+    done = run_memwiki("retrieve", "anything", "--json", "-w", tmp_path / "missing")
+    assert done.returncode == 3
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(PREFIX)
+    error = _document(done.stdout)
+    assert error["exit_code"] == 3 and error["message"] == done.stderr[len(PREFIX) : -1]
+
+
+def test_json_usage_errors_also_print_the_document(wiki, cli):
+    code, out, err = cli("--wiki", wiki.root, "show", "--json")
+    assert code == 2 and "Missing argument" in err
+    assert _document(out) == {"message": "Missing argument 'ref'.", "exit_code": 2}
+    code, out, _ = cli("--wiki", wiki.root, "retrieve", "q", "-k", "x", "--json")
+    assert code == 2 and _document(out)["exit_code"] == 2
+
+
+def test_without_json_stdout_stays_empty_on_error(wiki, cli):
+    code, out, err = cli("--wiki", wiki.root, "show", "memory/nope")
+    assert code == 3 and out == "" and err.count("\n") == 1
+
+
+def test_a_json_after_double_dash_is_an_argument_not_the_option(wiki, cli):
+    code, out, _ = cli("--wiki", wiki.root, "show", "--", "--json")
+    assert code == 2 and out == ""
+
+
+@pytest.mark.parametrize("flags", [["--debug"], ["--debug", "--json"]])
+def test_debug_keeps_the_exit_code_of_a_memwiki_error(wiki, cli, flags):
+    code, out, err = cli("--wiki", wiki.root, "show", "memory/nope", *flags)
+    assert code == 3
+    assert "Traceback (most recent call last)" in err and "NotFound" in err
+    assert err.endswith(f"{PREFIX}no RecallFile memory/nope\n")
+    assert (out != "") == ("--json" in flags)
+
+
+def test_debug_keeps_exit_70_of_an_internal_error(wiki, cli, monkeypatch):
+    # A bug has to be planted: memwiki has none on purpose that a test could reach.
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("planted bug")
+
+    monkeypatch.setattr(Wiki, "log", broken)
+    code, out, err = cli("--wiki", wiki.root, "log", "--json")
+    assert code == 70 and err.count("\n") == 1
+    assert "internal error: RuntimeError: planted bug" in err
+    assert _document(out)["exit_code"] == 70
+    code, _, err = cli("--wiki", wiki.root, "--debug", "log")
+    assert code == 70
+    assert "Traceback (most recent call last)" in err and "planted bug" in err
+
+
+def test_debug_after_the_command_keeps_the_exit_code(tmp_path, run_memwiki):
+    done = run_memwiki("retrieve", "q", "--debug", "--wiki", tmp_path / "missing")
+    assert done.returncode == 3 and "Traceback" in done.stderr

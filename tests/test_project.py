@@ -1,0 +1,330 @@
+"""Project identity, `project:` frontmatter, and project-scoped retrieval (issue 15)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hst
+
+from memwiki import project as pj
+from memwiki.index.search import OTHER_PROJECT_FACTOR, scope_to_project
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=30
+    )
+    return done.stdout
+
+
+def repo(path: Path, origin: str | None = None, commit: bool = False) -> Path:
+    path.mkdir(parents=True)
+    git(path, "init", "-q", "-b", "main")
+    if origin:
+        git(path, "remote", "add", "origin", origin)
+    if commit:
+        (path / "README.md").write_text("# x\n")
+        git(path, "add", "README.md")
+        git(path, "commit", "-qm", "init")
+    return path
+
+
+# ---------------------------------------------------------------- identity
+
+
+@pytest.mark.parametrize(
+    "url, slug",
+    [
+        ("git@github.com:acme/ledger.git", "ledger"),
+        ("https://gitlab.com/acme/ledger.git", "ledger"),
+        ("ssh://git@host.example:2222/srv/git/ledger", "ledger"),
+        ("ssh://git@host.example/ledger.git/", "ledger"),
+        ("https://github.com/acme/Billing_API.git", "billing-api"),
+        ("file:///srv/repos/quill.git", "quill"),
+        ("/srv/repos/quill", "quill"),
+        ("../quill.git", "quill"),
+        ("https://host/acme/ledger?ref=x", "ledger"),
+        ("", None),
+        ("https://host/", None),
+        ("git@host:.git", None),
+    ],
+)
+def test_slug_from_remote_urls(url, slug):
+    assert pj.slug_from_url(url) == slug
+
+
+def test_ssh_remote_names_the_project(tmp_path):
+    root = repo(tmp_path / "checkout", "git@github.com:acme/ledger.git")
+    found = pj.identify(root)
+    assert found == pj.Project("ledger", str(root.resolve()), "remote")
+
+
+def test_https_remote_names_the_project(tmp_path):
+    root = repo(tmp_path / "work-copy", "https://gitlab.com/acme/harbor.git")
+    assert pj.identify(root).slug == "harbor"
+
+
+def test_no_remote_uses_the_directory_name(tmp_path):
+    root = repo(tmp_path / "Atlas Web")
+    assert pj.identify(root) == pj.Project("atlas-web", str(root.resolve()), "directory")
+
+
+def test_a_subdirectory_is_the_same_project(tmp_path):
+    root = repo(tmp_path / "ledger", "git@github.com:acme/ledger.git")
+    deep = root / "src" / "ledger" / "api"
+    deep.mkdir(parents=True)
+    assert pj.identify(deep) == pj.identify(root)
+    assert pj.identify(deep).root == str(root.resolve())
+
+
+def test_a_linked_worktree_is_the_same_project(tmp_path):
+    main = repo(tmp_path / "quill", commit=True)
+    git(main, "worktree", "add", "-q", "-b", "feature", str(tmp_path / "quill-feature"))
+    sub = tmp_path / "quill-feature" / "src"
+    sub.mkdir()
+    found = pj.identify(sub)
+    # No remote: the main working tree's name, not the worktree's.
+    assert found.slug == "quill" and found.source == "directory"
+    assert found.root == str((tmp_path / "quill-feature").resolve())
+    git(main, "remote", "add", "origin", "git@github.com:acme/quill-cli.git")
+    assert pj.identify(sub).slug == "quill-cli"
+
+
+def test_outside_any_repository_there_is_none(tmp_path):
+    plain = tmp_path / "notes"
+    plain.mkdir()
+    assert pj.identify(plain) is None
+    assert pj.identify(tmp_path / "does-not-exist") is None
+    assert pj.scope("auto", plain) is None
+
+
+def test_a_dot_git_that_is_not_a_repository_is_skipped(tmp_path):
+    outer = repo(tmp_path / "outer", "git@github.com:acme/outer.git")
+    inner = outer / "vendor" / "thing"
+    (inner / ".git").mkdir(parents=True)  # an empty .git dir: not a repository
+    (outer / "junk").mkdir()
+    (outer / "junk" / ".git").write_text("not a gitfile\n")
+    assert pj.identify(inner).slug == "outer"
+    assert pj.identify(outer / "junk").slug == "outer"
+
+
+def test_origin_is_read_from_the_config_file_only_in_its_section(tmp_path):
+    root = repo(tmp_path / "x")
+    (root / ".git" / "config").write_text(
+        '[remote "upstream"]\n\turl = git@github.com:other/wrong.git\n'
+        '[remote "origin"]\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n'
+        '\turl = "https://github.com/acme/right.git"\n[core]\n\tbare = false\n'
+    )
+    assert pj.identify(root).slug == "right"
+
+
+def test_config_maps_directories_and_remotes(tmp_path):
+    mono = repo(tmp_path / "mono", "git@github.com:acme/monorepo.git")
+    (mono / "services" / "billing").mkdir(parents=True)
+    other = repo(tmp_path / "old", "git@github.com:acme/old-name.git")
+    mapping = pj.parse_map(
+        f"{mono}/services/billing=billing, git@github.com:acme/old-name.git = ledger,"
+        " bad entry, x=Not_A_Slug"
+    )
+    assert mapping == {
+        f"{mono}/services/billing": "billing",
+        "git@github.com:acme/old-name.git": "ledger",
+    }
+    assert pj.identify(mono / "services" / "billing", mapping).to_dict() == {
+        "project": "billing",
+        "root": str(mono.resolve()),
+        "source": "config",
+    }
+    assert pj.identify(mono, mapping).slug == "monorepo"
+    assert pj.identify(other, mapping).source == "config"
+    assert pj.identify(other, mapping).slug == "ledger"
+    home = tmp_path
+    assert pj.identify(mono, {"~/mono": "mapped"}, home).slug == "mapped"
+
+
+def test_scope_option_values(tmp_path):
+    root = repo(tmp_path / "ledger")
+    assert pj.scope("auto", root) == "ledger"
+    assert pj.scope(None, root) == "ledger"
+    assert pj.scope("all", root) is None
+    assert pj.scope("harbor", root) == "harbor"
+    from memwiki.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="--project"):
+        pj.scope("../etc", root)
+
+
+def test_project_command_json(tmp_path, run_memwiki):
+    root = repo(tmp_path / "checkout", "git@github.com:acme/ledger.git")
+    (root / "sub").mkdir()
+    done = run_memwiki("project", str(root / "sub"), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "project": "ledger",
+        "root": str(root.resolve()),
+        "source": "remote",
+    }
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    done = run_memwiki("project", "--json", cwd=outside)
+    assert done.returncode == 0 and json.loads(done.stdout)["project"] is None
+    done = run_memwiki("project", cwd=root)
+    assert done.returncode == 0 and done.stdout.startswith("ledger")
+
+
+def test_mentioned_matches_whole_words():
+    slugs = {"billing-api", "web", "quill"}
+    assert pj.mentioned("how do I deploy billing-api?", slugs) == {"billing-api"}
+    assert pj.mentioned("deploy the Billing API", slugs) == {"billing-api"}
+    assert pj.mentioned("deploy billingapi", slugs) == {"billing-api"}
+    assert pj.mentioned("the website is down", slugs) == set()
+    assert pj.mentioned("Quill's tests", slugs) == {"quill"}
+    assert pj.mentioned("", slugs) == set()
+
+
+# ---------------------------------------------------------------- frontmatter
+
+
+def parse(fm: str, track: str = "memory", stem: str = "x"):
+    from memwiki import recallfile as rf
+
+    return rf.parse(f"---\nname: {stem}\ndescription: d\n{fm}---\nbody\n", track, stem)
+
+
+def test_project_keys_are_validated():
+    from memwiki.recallfile import InvalidRecallFile
+
+    assert parse("project: ledger\n").extra == {"project": "ledger"}
+    assert parse("projects: [ledger, harbor]\n").extra == {"projects": ["ledger", "harbor"]}
+    for bad, line in (
+        ("project: Ledger App\n", 4),
+        ("project: [a]\n", 4),
+        ("projects: ledger\n", 4),
+        ("projects: []\n", 4),
+        ("projects: [ok, ../x]\n", 4),
+        ("project: a\nprojects: [b]\n", 5),
+    ):
+        with pytest.raises(InvalidRecallFile) as exc:
+            parse(bad)
+        assert exc.value.problems[0].line == line
+        assert "project" in exc.value.problems[0].message
+
+
+def test_lint_reports_a_bad_project_key(wiki, cli):
+    (wiki.root / "memory").mkdir(exist_ok=True)
+    (wiki.root / "memory" / "a.md").write_text("---\nname: a\ndescription: d\nproject: No!\n---\n")
+    code, out, err = cli("--wiki", wiki.root, "lint")
+    assert code != 0
+    assert "memory/a.md:4" in out + err and "project" in out + err
+
+
+def test_file_projects():
+    assert pj.file_projects({"project": "a"}) == ("a",)
+    assert pj.file_projects({"projects": ["a", "b", "a"]}) == ("a", "b")
+    assert pj.file_projects({}, "project", "ledger") == ("ledger",)
+    assert pj.file_projects({"project": "x"}, "project", "ledger") == ("x",)
+    assert pj.file_projects({}, "memory", "ledger") == ()
+
+
+# ---------------------------------------------------------------- scoped ranking
+
+
+def write(root: Path, rel: str, description: str, body: str, project: str | None = None) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = f"project: {project}\n" if project else ""
+    name = Path(rel).stem
+    path.write_text(f"---\nname: {name}\ndescription: {description}\n{key}---\n{body}\n")
+
+
+@pytest.fixture
+def two_projects(wiki):
+    for p, tool in (("ledger", "pytest -n auto"), ("harbor", "go test ./...")):
+        write(wiki.root, f"skill/{p}-tests.md", f"How to run the {p} tests", f"Run `{tool}`.", p)
+    write(wiki.root, "memory/editor.md", "My editor and how to run tests in it", "Neovim.")
+    write(wiki.root, "project/ledger.md", "Ledger overview", "## Resources\n")
+    return wiki
+
+
+def paths(wiki, query, project):
+    return wiki.retrieve(query, mode="bm25", project=project, notify=lambda _m: None).paths()
+
+
+def test_the_current_project_comes_first(two_projects):
+    w = two_projects
+    assert paths(w, "how do I run the tests", "ledger")[0] == "skill/ledger-tests.md"
+    assert paths(w, "how do I run the tests", "harbor")[0] == "skill/harbor-tests.md"
+
+
+def test_naming_another_project_finds_it(two_projects):
+    found = paths(two_projects, "how do I run the harbor tests", "ledger")
+    assert found[0] == "skill/harbor-tests.md"
+
+
+def test_all_is_unscoped_and_results_carry_project(two_projects):
+    res = two_projects.retrieve("run the tests", mode="bm25", project=None, notify=lambda _m: None)
+    scoped = two_projects.retrieve("run the tests", mode="bm25", project="harbor")
+    by_path = {r.path: r.to_dict() for r in res.results}
+    assert by_path["skill/ledger-tests.md"]["project"] == "ledger"
+    assert by_path["memory/editor.md"]["project"] is None
+    assert by_path["memory/editor.md"]["projects"] == []
+    other = next(r for r in scoped.results if r.path == "skill/ledger-tests.md")
+    unscoped = next(r for r in res.results if r.path == "skill/ledger-tests.md")
+    assert other.score == pytest.approx(unscoped.score * OTHER_PROJECT_FACTOR)
+    assert res.index["project"] is None and scoped.index["project"] == "harbor"
+    files = {r.path: r.projects for r in scoped.results}
+    assert files.get("project/ledger.md", ("ledger",)) == ("ledger",)
+
+
+def test_retrieve_cli_scopes_by_the_working_directory(two_projects, tmp_path, run_memwiki):
+    ledger = repo(tmp_path / "src" / "ledger", "git@github.com:acme/ledger.git")
+    harbor = repo(tmp_path / "src" / "harbor-checkout", "https://gitlab.com/acme/harbor.git")
+    env = {"MEMWIKI_EMBED": "none"}
+    args = ("--wiki", two_projects.root, "retrieve", "how do I run the tests", "--json")
+    for cwd, first in ((ledger, "skill/ledger-tests.md"), (harbor, "skill/harbor-tests.md")):
+        done = run_memwiki(*args, cwd=cwd, env=env)
+        assert done.returncode == 0, done.stderr
+        data = json.loads(done.stdout)
+        assert data["results"][0]["path"] == first
+        assert data["index"]["project"] == first.split("/")[1].split("-")[0]
+    done = run_memwiki(*args, "--project", "harbor", cwd=ledger, env=env)
+    assert json.loads(done.stdout)["results"][0]["path"] == "skill/harbor-tests.md"
+    done = run_memwiki(*args, "--project", "Bad Slug", cwd=ledger, env=env)
+    assert done.returncode == 2 and "--project" in done.stderr
+
+
+def test_hook_follows_the_payload_cwd(two_projects, tmp_path, run_memwiki):
+    ledger = repo(tmp_path / "ledger", "git@github.com:acme/ledger.git")
+    harbor = repo(tmp_path / "harbor", "git@github.com:acme/harbor.git")
+    env = {"MEMWIKI_EMBED": "none", "MEMWIKI_DIR": str(two_projects.root)}
+    run_memwiki("reindex", env=env)  # the first build is not what this test times
+    for cwd, first in ((ledger, "skill/ledger-tests.md"), (harbor, "skill/harbor-tests.md")):
+        payload = {"hook_event_name": "UserPromptSubmit", "prompt": "how do I run the tests?"}
+        payload["cwd"] = str(cwd)
+        # The hook process itself runs elsewhere: only the payload says where the session is.
+        done = run_memwiki("hook", "claude-code", input=json.dumps(payload), cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stderr
+        context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+        listed = [ln[3:] for ln in context.splitlines() if ln.startswith("## ")]
+        assert listed[0] == first
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    scores=hst.lists(hst.floats(0.01, 2.0), min_size=1, max_size=30),
+    project=hst.one_of(hst.none(), hst.sampled_from(["ledger", "x"])),
+    query=hst.text(max_size=30),
+)
+def test_scope_is_a_no_op_without_project_keys(scores, project, query):
+    from memwiki.index.manifest import Row
+
+    rows = [
+        Row(f"memory/f{i}.md", "memory", f"f{i}", "d", (), "", 1, 2, "s")
+        for i, _ in enumerate(scores)
+    ]
+    fused = dict(enumerate(scores))
+    assert scope_to_project(rows, fused, project, query) == (fused, [])
