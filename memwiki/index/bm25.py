@@ -214,6 +214,8 @@ class LiveStats:
         """Whoosh's BM25 idf, log(N / (df + 1)) + 1, from live counts."""
         import math
 
+        if isinstance(text, bytes):  # Whoosh hands scorers the term as UTF-8 bytes
+            text = text.decode("utf-8")
         df = self.df.get((field, text))
         if df is None:
             return 1.0
