@@ -158,11 +158,15 @@ def search_hits(directory: Path, query: str, limit: int, track: str | None = Non
         from whoosh.searching import Searcher
 
         searcher = Searcher(reader, weighting=ExactBM25F(stats), closereader=False)
-        # Every match is scored anyway (OR query, no block skipping: it costs more than it
-        # saves here); taking them all lets ties at the cut be broken by item id, not by
-        # Whoosh's document numbers, which depend on the edit history.
-        results = searcher.search(q, limit=None, filter=filt, optimize=False)
-        top = _cut(searcher, results.top_n, limit)
+        # Ties at the cut must be broken by item id, not by Whoosh's document numbers
+        # (they depend on the edit history): take a margin, and everything if the
+        # margin is all ties. Block skipping costs more than it saves on OR queries.
+        wanted = limit + TIE_MARGIN
+        results = searcher.search(q, limit=wanted, filter=filt, optimize=False)
+        top_n = results.top_n
+        if len(top_n) == wanted and _tie_key(top_n[-1][0]) == _tie_key(top_n[limit - 1][0]):
+            top_n = searcher.search(q, limit=None, filter=filt, optimize=False).top_n
+        top = _cut(searcher, top_n, limit)
         coverage = stats.coverage(reader, top[0][2]) if top else 0.0
         return Hits([(item_id, score) for item_id, score, _ in top], coverage)
     finally:
@@ -181,6 +185,9 @@ def _cut(searcher, top_n, limit: int) -> list[tuple[str, float, int]]:
     rows = [(searcher.stored_fields(d)["id"], float(s), d) for s, d in ranked]
     rows.sort(key=lambda r: (-_tie_key(r[1]), r[0]))
     return rows[:limit]
+
+
+TIE_MARGIN = 16
 
 
 def _tie_key(score: float) -> float:
@@ -263,13 +270,30 @@ def _live_df(leaf, field: str, text: str) -> int:
     if not df or not leaf.has_deletions():
         return df
     deleted = leaf.deleted_docs_set
-    gone = 0
-    m = leaf.postings(field, text)  # deleted docs are filtered out here: count the raw list
+    # postings() wraps the list in a filter that hides deleted documents: count the raw list
+    m = leaf.postings(field, text)
     m = getattr(m, "child", m)
-    while m.is_active():
-        gone += m.id() in deleted
-        m.next()
-    return df - gone
+    m.reset()  # the filter has already moved it past leading deleted documents
+    return df - _count_in(m, deleted)
+
+
+def _count_in(m, docnums: frozenset) -> int:
+    """How many postings of raw matcher m are in docnums.
+
+    Skipping to each deleted document reads only the posting blocks that could hold it;
+    deleted documents are few and lie together (a file's items are added together).
+    """
+    gone = 0
+    for d in sorted(docnums):
+        if not m.is_active():
+            break
+        if m.id() < d:
+            m.skip_to(d)
+            if not m.is_active():
+                break
+        if m.id() == d:
+            gone += 1
+    return gone
 
 
 def _live_length_total(leaf, field: str) -> int:

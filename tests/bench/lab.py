@@ -48,8 +48,9 @@ def gather_wiki(name: str, root: Path, queries) -> dict:
     )
     out = []
     for n, q in enumerate(queries):
-        hits = bm25.search(snap.bm25_dir, q.query, 200)
-        cover = bm25_coverage(snap.bm25_dir, q.query, [h for h, _ in hits[:10]])
+        found = bm25.search_hits(snap.bm25_dir, q.query, 200)
+        hits = found.items
+        cover = [found.coverage]  # the runtime definition (bm25.LiveStats.coverage)
         out.append(
             {
                 "query": q.query,
