@@ -3,7 +3,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 target="${1:-$(mktemp -d)/demo-wiki}"
-memwiki=".venv/bin/memwiki"
+memwiki="$(pwd)/.venv/bin/memwiki"
 [ -x "$memwiki" ] || memwiki="memwiki"
 
 "$memwiki" init "$target"
@@ -15,3 +15,18 @@ echo "\$ memwiki --wiki $target list"
 echo
 echo "\$ memwiki --wiki $target retrieve \"how do I cut a release of the billing service?\" -k 3"
 "$memwiki" --wiki "$target" retrieve "how do I cut a release of the billing service?" -k 3 --budget 600
+
+# Two projects: files with `project: billing` or `project: gridview`, and project/<slug>.md.
+cp -R "$here/demo-projects/project" "$target/"
+"$memwiki" --wiki "$target" commit -m "demo: project files for billing and gridview"
+checkouts="$(dirname "$target")/checkouts"
+for repo in billing gridview; do
+    mkdir -p "$checkouts/$repo/src"
+    git -C "$checkouts/$repo" init -q
+    git -C "$checkouts/$repo" remote add origin "git@github.com:kestrel/$repo.git"
+done
+for repo in billing gridview; do
+    echo
+    echo "\$ cd $checkouts/$repo/src && memwiki project && memwiki retrieve \"what is the stack?\" --files -k 3"
+    (cd "$checkouts/$repo/src" && "$memwiki" project && "$memwiki" --wiki "$target" retrieve "what is the stack?" --files -k 3)
+done

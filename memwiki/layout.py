@@ -2,12 +2,5 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 SIDECAR = ".memwiki"  # the git-ignored folder of derived state: index, runs, logs, locks
 GITIGNORE_LINE = f"/{SIDECAR}/"
-
-
-def sidecar_of(root: Path) -> Path:
-    """<wiki>/.memwiki."""
-    return Path(root) / SIDECAR

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import markdown
 from . import recallfile as rfmod
+from .git.conflicts import find_conflict_copies
 from .links import broken_links
 from .recallfile import COPY_RE, Problem
+from .recallfile.stream import check_large
 
 if TYPE_CHECKING:
     from .wiki import Wiki
@@ -35,6 +39,13 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
                 )
             )
             continue
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0  # try_read says why it cannot be read
+        if size > rfmod.MAX_FILE_BYTES:
+            problems.extend(check_large(path, track, rel, size))
+            continue
         rf, found = rfmod.try_read(path, track, rel)
         if rf is None:
             problems.extend(found)
@@ -56,6 +67,8 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
                 )
     if wanted is None:
         problems.extend(_stray_files(wiki))
+        problems.extend(_other_conflict_copies(wiki, {p.path for p in problems}))
+        problems.extend(outside_symlinks(wiki.root))
     problems.extend(broken_links(wiki, wanted))
     return sorted(problems, key=lambda p: (p.path, p.line))
 
@@ -78,4 +91,59 @@ def _stray_files(wiki: Wiki) -> list[Problem]:
                     "move it into memory/ or skill/",
                 )
             )
+    return out
+
+
+def _other_conflict_copies(wiki: Wiki, reported: set[str]) -> list[Problem]:
+    """Conflict copies outside the tracks (a README at the root, an app's folder)."""
+    out = []
+    for path in find_conflict_copies(wiki.root):
+        rel = path.relative_to(wiki.root).as_posix()
+        m = COPY_RE.match(path.name)
+        if rel in reported or m is None:
+            continue
+        original = path.with_name(m["stem"] + (m["ext"] or "")).relative_to(wiki.root).as_posix()
+        out.append(
+            Problem(
+                rel,
+                1,
+                f"unresolved conflict copy of {original}: merge what you want to keep into "
+                "that file, then delete this one",
+            )
+        )
+    return out
+
+
+def outside_symlinks(root: Path) -> list[Problem]:
+    """Symlinks in the wiki's folders (or markdown links at its root) that lead outside it.
+
+    Every reader skips them (a link out of the wiki is never followed); lint is where that
+    is said, with the path and where it points.
+    """
+    root = Path(root).resolve()
+    out: list[Problem] = []
+
+    def check(path: Path) -> bool:
+        """True (and reported) when path is a symlink leading outside the wiki."""
+        if not path.is_symlink():
+            return False
+        target = Path(os.path.realpath(path))
+        if target == root or root in target.parents:
+            return False
+        rel = path.relative_to(root).as_posix()
+        out.append(Problem(rel, 1, f"symlink to {target}, outside the wiki: not read, not indexed"))
+        return True
+
+    for top in sorted(root.iterdir()):
+        if top.name.startswith("."):
+            continue
+        if top.suffix == ".md" or not top.is_dir() or check(top):
+            if top.suffix == ".md":
+                check(top)
+            continue
+        for directory, dirs, files in os.walk(top):  # does not follow symlinked folders
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in [*dirs, *sorted(files)]:
+                if not name.startswith("."):
+                    check(Path(directory) / name)
     return out

@@ -144,6 +144,26 @@ def heading(line: str) -> tuple[int, str] | None:
 def code_lines(lines: list[str]) -> list[bool]:
     """For each line, True when it is code: in a fenced block (fences included) or indented.
 
+    See _scan for the rules.
+    """
+    return _scan(lines)[0]
+
+
+def closing_fence(lines: list[str]) -> str | None:
+    """The line that would close a fence left open at the end of lines, or None."""
+    fence = _scan(lines)[1]
+    return None if fence is None else " " * fence[2] + fence[0] * fence[1]
+
+
+def headings(lines: list[str]) -> list[tuple[int, str] | None]:
+    """For each line, (level, text) when it is a heading outside code, else None."""
+    code = code_lines(lines)
+    return [None if c else heading(line) for line, c in zip(lines, code, strict=True)]
+
+
+def _scan(lines: list[str]) -> tuple[list[bool], tuple[str, int, int] | None]:
+    """Which lines are code, and the fence (char, length, indent) still open at the end.
+
     CommonMark's rules: a fence is 3+ backticks or tildes after at most three spaces (of the
     enclosing list item's content column); a backtick fence's info string holds no backtick;
     it is closed only by a fence of the same character at least as long, with nothing after
@@ -190,7 +210,7 @@ def code_lines(lines: list[str]) -> list[bool]:
         # A heading cannot be continued, so an indented line right after one is code.
         after_break = heading(text) is not None
         out.append(False)
-    return out
+    return out, fence
 
 
 def _indent(text: str) -> int:
@@ -203,8 +223,8 @@ def mask_spans(text: str) -> str:
         return text
     # Inside a span a backslash is literal, so closing runs are found among all runs.
     runs: dict[int, list[int]] = {}
-    for m in _RUN.finditer(text):
-        runs.setdefault(m.end() - m.start(), []).append(m.start())
+    for run in _RUN.finditer(text):
+        runs.setdefault(run.end() - run.start(), []).append(run.start())
     out: list[str] | None = None
     i = 0
     while True:

@@ -220,8 +220,13 @@ def scope(
     directory: str | os.PathLike,
     mapping: Mapping[str, str] | None = None,
     home: Path | None = None,
+    wiki_root: str | os.PathLike | None = None,
 ) -> str | None:
-    """The project a retrieval prefers: `auto` = the directory's, `all` = none, else the slug."""
+    """The project a retrieval prefers: `auto` = the directory's, `all` = none, else the slug.
+
+    The wiki's own repository is not a code project: asked from inside the wiki, `auto`
+    prefers nothing.
+    """
     from .errors import InvalidInput
 
     value = (option or "auto").strip()
@@ -229,7 +234,12 @@ def scope(
         return None
     if value == "auto":
         found = identify(directory, mapping, home)
-        return found.slug if found else None
+        if found is None:
+            return None
+        in_wiki = wiki_root is not None and os.path.realpath(found.root) == os.path.realpath(
+            wiki_root
+        )
+        return None if in_wiki and found.source != "config" else found.slug
     if not _is_slug(value):
         raise InvalidInput(f"--project {value!r}: use auto, all or a project slug like billing-api")
     return value

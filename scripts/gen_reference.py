@@ -39,9 +39,12 @@ VOLATILE = [
     (re.compile(r"\b[0-9a-f]{7,40}\b"), "<hex>"),
     (re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?"), "<time>"),
     (re.compile(r"\b\d+(\.\d+)? ms\b"), "<n> ms"),
+    # embedding progress lines: rate and time left depend on the machine
+    (re.compile(r"(\d+%), \d+ items/s, about \d+ s left\)"), r"\1, <rate>)"),
+    (re.compile(r"(embedded \d+ items in) \d+(\.\d+)? s"), r"\1 <n> s"),
     # eval's latency columns: the last two numbers of a mode's row.
     (re.compile(r"^((?:bm25|vector|hybrid)\s.*?)\s+\d+\.\d+\s+\d+\.\d+$", re.M), r"\1 <p50> <p95>"),
-    (re.compile(r"\s+$", re.M), ""),
+    (re.compile(r"[ \t]+$", re.M), ""),
 ]
 
 
@@ -120,8 +123,12 @@ def generate(text: str, session: Session) -> str:
         if line == MARK and i + 1 < len(lines) and lines[i + 1].startswith("```"):
             end = _fence_end(lines, i + 1)
             out.append(lines[i + 1])
-            parts = [f"$ {c}\n{session.run(c)}" for c in _commands(lines[i + 2 : end])]
-            out.extend("\n".join(parts).rstrip("\n").splitlines())
+            old = lines[i + 2 : end]
+            parts = [f"$ {c}\n{session.run(c)}" for c in _commands(old)]
+            new = "\n".join(parts).rstrip("\n").splitlines()
+            # A block that differs only in ids and times stays as it was: no churn in git.
+            same = normalize("\n".join(new)) == normalize("\n".join(old))
+            out.extend(old if same else new)
             out.append(lines[end])
             i = end + 1
             continue

@@ -210,6 +210,9 @@ def test_invalid_executor_output_lists_every_problem_then_retry_succeeds(seeded,
     assert code == 2
     doc = json.loads(out)
     assert doc["ok"] is False and doc["run_id"] == run_id
+    # The error document every --json command prints on failure, plus the problems.
+    assert doc["error"]["exit_code"] == 2
+    assert doc["error"]["message"] == err.splitlines()[0].removeprefix("memwiki: error: ")
     assert {p["path"] for p in doc["problems"]} == {
         "memory/bad-front.md",
         "memory/wrong-stem.md",

@@ -52,7 +52,7 @@ def counted(sl) -> int:
 
 @pytest.fixture
 def claude_home(tmp_path):
-    home = tmp_path / "home"
+    home = tmp_path / "claude-home"
     shutil.copytree(real("claude-code"), home)
     return home
 
@@ -98,7 +98,7 @@ CODEX_RESUME_ASK = "and what about the production keys?"
 
 @pytest.fixture
 def codex_home(tmp_path):
-    home = tmp_path / "home"
+    home = tmp_path / "codex-home"
     shutil.copytree(real("codex"), home)
     return home
 
@@ -152,7 +152,7 @@ def test_codex_real_records_are_all_counted(tmp_path, codex_home):
 def hermes_home(tmp_path):
     import sqlite3
 
-    home = tmp_path / "home"
+    home = tmp_path / "hermes-home"
     (home / ".hermes").mkdir(parents=True)
     sql = (real("hermes") / ".hermes" / "state.sql").read_text()
     with sqlite3.connect(home / ".hermes" / "state.db") as conn:
@@ -222,3 +222,133 @@ def test_hermes_compacted_after_a_read_only_the_new_message(tmp_path, hermes_hom
     [second] = [s for s in collect_new_sessions("hermes", cfg, state) if s.memorizable]
     assert user_messages(second) == ["and the production keys?"]
     assert _assistant(second) == []
+
+
+# OpenClaw ----------------------------------------------------------------------------------
+
+OPENCLAW_LONG_NOTE = "Note for later: " + "the billing service rotates its keys weekly. " * 35
+
+
+def _octet_length(value):
+    if value is None:
+        return None
+    return len(value.encode("utf-8")) if isinstance(value, str) else len(bytes(value))
+
+
+@pytest.fixture
+def openclaw_home(tmp_path):
+    import sqlite3
+
+    home = tmp_path / "openclaw-home"
+    rel = Path(".openclaw/agents/main/agent")
+    (home / rel).mkdir(parents=True)
+    sql = (real("openclaw") / rel / "openclaw-agent.sql").read_text()
+    conn = sqlite3.connect(home / rel / "openclaw-agent.sqlite")
+    # The real schema's CHECKs call octet_length, which older SQLite builds lack.
+    conn.create_function("octet_length", 1, _octet_length, deterministic=True)
+    conn.executescript(sql)
+    conn.close()
+    return home
+
+
+def _oc_db(home: Path) -> Path:
+    return home / ".openclaw/agents/main/agent/openclaw-agent.sqlite"
+
+
+def test_openclaw_real_store_lists_with_hex_generations(tmp_path, openclaw_home):
+    cfg = config_for(tmp_path, openclaw_home)
+    refs = get_source("openclaw", cfg).list_sessions()  # was ValueError: int('1f79…')
+    assert len(refs) == 4
+    users = [r for r in refs if not r.session_id.split("/")[1].startswith("memwiki-bridge-")]
+    [user] = users
+    slices = collect_new_sessions("openclaw", cfg, {})
+    [sl] = [s for s in slices if s.key == user.key]
+    assert isinstance(sl.cursor["generation"], str) and len(sl.cursor["generation"]) == 32
+
+
+def test_openclaw_real_compressed_event_is_read_and_every_event_counted(tmp_path, openclaw_home):
+    import sqlite3
+
+    cfg = config_for(tmp_path, openclaw_home)
+    with sqlite3.connect(_oc_db(openclaw_home)) as conn:
+        [(sid, n, packed)] = conn.execute(
+            "SELECT session_id, COUNT(*), SUM(event_zstd IS NOT NULL) FROM transcript_events"
+            " WHERE session_id NOT LIKE 'memwiki-bridge-%' GROUP BY session_id"
+        ).fetchall()
+    assert packed >= 1  # the long note is stored in event_zstd with event_json NULL
+    [sl] = [s for s in collect_new_sessions("openclaw", cfg, {}) if s.key == f"main/{sid}"]
+    assert user_messages(sl) == [USER_WORDS, OPENCLAW_LONG_NOTE]
+    assert counted(sl) == n  # custom, session, model_change … events are drops, all counted
+
+
+def test_openclaw_real_scheduled_runs_are_each_claimed(tmp_path, openclaw_home):
+    from memwiki.hosts.mining import openclaw
+
+    cfg = config_for(tmp_path, openclaw_home)
+    slices = collect_new_sessions(
+        "openclaw", cfg, {}, skip_session_ids=[openclaw.BRIDGE_SESSION_ID]
+    )
+    # Three scheduled runs, one session id each, all claimed by the bridge's one id.
+    assert [s.session_id for s in slices if s.memorizable] == [
+        s.session_id for s in slices if "memwiki-bridge-" not in s.session_id
+    ]
+    assert len(slices) == 1
+
+
+def test_openclaw_undecodable_event_is_reported_and_not_passed(tmp_path, openclaw_home):
+    import sqlite3
+
+    cfg = config_for(tmp_path, openclaw_home)
+    conn = sqlite3.connect(_oc_db(openclaw_home))
+    conn.create_function("octet_length", 1, _octet_length, deterministic=True)
+    sid, seq = conn.execute(
+        "SELECT session_id, seq FROM transcript_events WHERE event_zstd IS NOT NULL"
+        " AND session_id NOT LIKE 'memwiki-bridge-%'"
+    ).fetchone()
+    conn.execute(
+        "UPDATE transcript_events SET event_zstd = ? WHERE session_id = ? AND seq = ?",
+        (b"\x28\xb5\x2f\xfd not zstd", sid, seq),
+    )
+    conn.commit()
+    conn.close()
+    warnings: list[str] = []
+    [sl] = [
+        s
+        for s in collect_new_sessions("openclaw", cfg, {}, warnings=warnings)
+        if s.key == f"main/{sid}"
+    ]
+    assert sl.cursor["pos"] < seq and sl.counts["undecodable"] == 1
+    assert any("could not be decoded" in w and f"seq {seq}" in w for w in warnings)
+    again = collect_new_sessions(
+        "openclaw", cfg, {"streams": {sl.key: sl.cursor}}, warnings=warnings
+    )
+    assert all(s.key != sl.key or s.cursor["pos"] < seq for s in again)
+
+
+# Every real store: bridge prepare answers (never the internal-error exit 70) ---------------
+
+
+@pytest.mark.parametrize("host", ["claude-code", "codex", "hermes", "openclaw"])
+def test_bridge_prepare_on_each_real_store_never_exits_70(host, tmp_path, request):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    home = request.getfixturevalue(f"{host.split('-')[0]}_home")
+    exe = str(Path(sys.executable).parent / "memwiki")
+    env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    wiki = str(tmp_path / "wiki")
+    subprocess.run(
+        [exe, "--wiki", wiki, "init"], env=env, check=True, capture_output=True, timeout=120
+    )
+    proc = subprocess.run(
+        [exe, "--wiki", wiki, "bridge", "prepare", "--host", host, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert not out["nothing_new"] and out["sessions"]

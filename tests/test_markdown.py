@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memwiki import markdown
-from memwiki.index.chunker import chunk, headings
+from memwiki.index.chunker import chunk
 from memwiki.links import scan
 from memwiki.recallfile import RecallFile
 
@@ -115,8 +115,14 @@ def test_chunker_and_link_scanner_agree_on_what_is_code(lines):
     text = f"---\nname: a\ndescription: d\n---\n{body}"
     linked = {inner for _, _, inner, _ in scan(text)}
     # The chunker cuts its sections at exactly these lines.
-    headed = {h[1] for h in headings(body.splitlines()) if h is not None}
+    headed = {h[1] for h in markdown.headings(body.splitlines()) if h is not None}
     for line in lines:
         if line.startswith("# H"):
             n = line.split()[1][1:]
             assert (f"note-{n}" in linked) == (f"H{n} [[note-{n}]]" in headed), (line, lines)
+
+
+def test_closing_fence_matches_the_open_one():
+    assert markdown.closing_fence(["text", "````md", "```", "x"]) == "````"
+    assert markdown.closing_fence(["- item", "  ~~~", "  x"]) == "  ~~~"
+    assert markdown.closing_fence(["```", "x", "```"]) is None

@@ -75,6 +75,7 @@ COMMANDS: list[Command] = [
     ("sync", sync_cmds.sync),
     ("clone", sync_cmds.clone),
     ("restore", sync_cmds.restore),
+    ("untrack-ignored", sync_cmds.untrack_ignored),
     ("install", hosts_cmds.install),
     ("uninstall", hosts_cmds.uninstall),
     ("schedule", hosts_cmds.schedule),
@@ -155,4 +156,6 @@ def run(argv: list[str]) -> int:
     except typer.Abort:
         print("Aborted!", file=sys.stderr)
         return 1
+    except SystemExit as exc:  # Click's own exit, e.g. on a broken stdout pipe
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return code if isinstance(code, int) else 0

@@ -21,8 +21,15 @@ MAX_DELETED_SHARE = 0.1
 FIELD_BOOSTS = {"name": 2.0, "description": 1.5, "heading": 1.5, "tags": 1.5, "body": 1.0}
 
 
+def _whoosh() -> None:
+    from .whoosh_light import import_whoosh
+
+    import_whoosh()
+
+
 def analyzer():
     """The analyzer of every text field and of queries (see analysis.py)."""
+    _whoosh()
     from .analysis import analyzer as make
 
     return make()
@@ -30,6 +37,7 @@ def analyzer():
 
 def schema():
     """The Whoosh schema of an item."""
+    _whoosh()
     from whoosh.fields import ID, TEXT, Schema
 
     ana = analyzer()
@@ -56,6 +64,7 @@ def _doc(item: Item) -> dict:
 
 def create(directory: Path, items: Iterable[Item]) -> int:
     """Build a new index in directory from scratch; returns its generation."""
+    _whoosh()
     from whoosh import index
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -82,6 +91,7 @@ def update(
     directory: Path, removed_paths: Iterable[str], added: Iterable[Item], optimize: bool
 ) -> int:
     """Delete the items of removed paths and add new items, in one Whoosh commit."""
+    _whoosh()
     from whoosh import index
 
     ix = index.open_dir(str(directory), indexname=INDEX_NAME)
@@ -123,6 +133,43 @@ def query_terms(text: str) -> list[str]:
     return list(seen)
 
 
+def open_searcher(directory: Path, generation: int | None = None):
+    """A Whoosh searcher on one committed generation, its files opened now.
+
+    A reader opens the generation its manifest names before any slow work: a writer's
+    next commit deletes older Whoosh files, and an open (mapped) file outlives that.
+    """
+    _whoosh()
+    from whoosh.filedb.filestore import FileStorage
+    from whoosh.index import TOC
+    from whoosh.reading import EmptyReader, MultiReader, SegmentReader
+    from whoosh.searching import Searcher
+
+    storage = FileStorage(str(directory), readonly=True)
+    toc = TOC.read(
+        storage, INDEX_NAME, gen=None if generation is None or generation < 0 else generation
+    )
+    readers = [
+        SegmentReader(storage, toc.schema, seg, generation=toc.generation) for seg in toc.segments
+    ]
+    if not readers:
+        return Searcher(EmptyReader(toc.schema))
+    if len(readers) == 1:
+        return Searcher(readers[0])
+    return Searcher(MultiReader(readers, generation=toc.generation))
+
+
+def search(
+    directory: Path, query: str, limit: int, track: str | None = None, searcher=None
+) -> list[tuple[str, float]]:
+    """Top items for the query as (item id, BM25F score): OR of every query term in every field.
+
+    With `searcher` (from open_searcher) the search uses it; otherwise it opens the
+    newest generation in directory.
+    """
+    return search_hits(directory, query, limit, track, searcher).items
+
+
 @dataclass
 class Hits:
     """BM25 candidates of one query and how much of the query the best one covers."""
@@ -131,46 +178,42 @@ class Hits:
     coverage: float  # share of the query terms' IDF that the best item contains (0..1)
 
 
-def search(
-    directory: Path, query: str, limit: int, track: str | None = None
-) -> list[tuple[str, float]]:
-    """Top items for the query as (item id, BM25F score): OR of every query term in every field."""
-    return search_hits(directory, query, limit, track).items
-
-
-def search_hits(directory: Path, query: str, limit: int, track: str | None = None) -> Hits:
+def search_hits(
+    directory: Path, query: str, limit: int, track: str | None = None, searcher=None
+) -> Hits:
     """Top items for the query with exact live statistics, and the best item's IDF coverage."""
-    from whoosh import index
+    _whoosh()
     from whoosh.query import Or, Term
+    from whoosh.searching import Searcher
 
     terms = query_terms(query)
     if not terms:
         return Hits([], 0.0)
-    ix = index.open_dir(str(directory), indexname=INDEX_NAME)
-    reader = ix.reader()
+    own = searcher is None
+    searcher = open_searcher(directory) if own else searcher
     try:
+        reader = searcher.reader()
         stats = LiveStats(reader, terms)
         q = Or([Term(field, t) for field in FIELD_BOOSTS for t in terms])
         # Preloading every match into an array and scoring in bulk is about twice as fast
         # as Whoosh's default binary tree of union matchers for OR queries like ours.
         q.matcher_type = Or.ARRAY_MATCHER
         filt = Term("track", track) if track else None
-        from whoosh.searching import Searcher
-
-        searcher = Searcher(reader, weighting=ExactBM25F(stats), closereader=False)
+        exact = Searcher(reader, weighting=ExactBM25F(stats), closereader=False)
         # Ties at the cut must be broken by item id, not by Whoosh's document numbers
         # (they depend on the edit history): take a margin, and everything if the
         # margin is all ties. Block skipping costs more than it saves on OR queries.
         wanted = limit + TIE_MARGIN
-        results = searcher.search(q, limit=wanted, filter=filt, optimize=False)
+        results = exact.search(q, limit=wanted, filter=filt, optimize=False)
         top_n = results.top_n
         if len(top_n) == wanted and _tie_key(top_n[-1][0]) == _tie_key(top_n[limit - 1][0]):
-            top_n = searcher.search(q, limit=None, filter=filt, optimize=False).top_n
-        top = _cut(searcher, top_n, limit)
+            top_n = exact.search(q, limit=None, filter=filt, optimize=False).top_n
+        top = _cut(exact, top_n, limit)
         coverage = stats.coverage(reader, top[0][2]) if top else 0.0
         return Hits([(item_id, score) for item_id, score, _ in top], coverage)
     finally:
-        reader.close()
+        if own:
+            searcher.close()
 
 
 def _cut(searcher, top_n, limit: int) -> list[tuple[str, float, int]]:
@@ -351,12 +394,3 @@ def _exact_weighting(stats: LiveStats):
 def ExactBM25F(stats: LiveStats):  # noqa: N802 - reads as the class it makes
     """Whoosh's BM25F with idf and average field lengths taken from LiveStats."""
     return _exact_weighting(stats)
-
-
-def doc_ids(directory: Path) -> set[str]:
-    """Every item id in the index (for consistency checks and tests)."""
-    from whoosh import index
-
-    ix = index.open_dir(str(directory), indexname=INDEX_NAME)
-    with ix.searcher() as searcher:
-        return {fields["id"] for fields in searcher.all_stored_fields()}

@@ -50,19 +50,13 @@ class Item:
         return f"{head}\n{self.text}"
 
 
-def headings(lines: list[str]) -> list[tuple[int, str] | None]:
-    """For each line, (level, text) when it is a heading outside code, else None."""
-    code = markdown.code_lines(lines)
-    return [None if c else markdown.heading(line) for line, c in zip(lines, code, strict=True)]
-
-
 def sections(lines: list[str]) -> list[tuple[list[str], int, int]]:
     """Split body lines at headings outside code: (heading path, start, end) 0-based."""
     out: list[tuple[list[str], int, int]] = []
     stack: list[tuple[int, str]] = []
     start = 0
     current: list[str] = []
-    heads = headings(lines)
+    heads = markdown.headings(lines)
     for i, h in enumerate(heads):
         if h is None:
             continue
@@ -129,7 +123,7 @@ def chunk(
 ) -> list[Item]:
     """Cut a file's body into items; body_first_line is the file line the body starts on."""
     lines = body.splitlines()
-    meta = dict(path=path, track=track, name=name, description=description, tags=tuple(tags))
+    meta: dict = dict(path=path, track=track, name=name, description=description, tags=tuple(tags))
     secs = [s for s in sections(lines) if any(lines[i].strip() for i in range(s[1], s[2] + 1))]
     if not secs:
         last = body_first_line + max(len(lines) - 1, 0)

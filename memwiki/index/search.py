@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -71,7 +72,17 @@ class FileResult:
             "project": self.projects[0] if self.projects else None,
             "projects": list(self.projects),
             "sections": [s.to_dict() for s in self.sections],
+            **({"conflict": True, "conflict_of": self.conflict_of} if self.conflict_of else {}),
         }
+
+    @property
+    def conflict_of(self) -> str | None:
+        """The original's path when this file is an unresolved conflict copy memwiki wrote."""
+        from ..recallfile import conflict_copy_of
+
+        folder, _, base = self.path.rpartition("/")
+        stem = conflict_copy_of(base)
+        return None if stem is None else f"{folder}/{stem}.md" if folder else f"{stem}.md"
 
 
 @dataclass
@@ -96,14 +107,22 @@ class RetrievalResult:
         """The result files' paths, best first."""
         return [r.path for r in self.results]
 
+    def mode_line(self) -> str:
+        """Which lists made the answer (and why vectors were left out, if they were)."""
+        note = self.index.get("note")
+        return f"<!-- memwiki mode: {self.mode}{f' ({note})' if note else ''} -->"
+
     def to_markdown(self) -> str:
         """A compact block an agent can paste into its context."""
         if not self.results:
             return f'<!-- memwiki: no memory matches "{self.query}" -->\n'
         n = len(self.results)
         out = [f'<!-- memwiki: {n} file{"" if n == 1 else "s"} for "{self.query}" -->']
+        out.append(self.mode_line())
         for r in self.results:
-            out.append(f"\n## {r.path}\n{r.name}: {r.description}")
+            mark = f" (unresolved conflict copy of {r.conflict_of})" if r.conflict_of else ""
+            owner = f" (project: {', '.join(r.projects)})" if r.projects else ""
+            out.append(f"\n## {r.path}{mark}\n{r.name}: {r.description}{owner}")
             for s in r.sections:
                 where = f"lines {s.start_line}-{s.end_line}"
                 out.append(f"\n### {s.heading} ({where})" if s.heading else f"\n### ({where})")
@@ -186,10 +205,16 @@ def retrieve(
     fusion: str = "score",
     vector_weight: float | None = None,
     project: str | None = None,
+    deadline: float | None = None,
+    background: bool = False,
+    status: dict | None = None,
 ) -> RetrievalResult:
     """Search the wiki: fresh index, BM25 and vector candidates, fusion, files, sections.
 
     vector_weight None (the default) adapts the weight to the query (adaptive_weight).
+    deadline (a time.monotonic() value) makes the answer progressive: BM25 first, vectors
+    only if they are ready by then. background: vector work larger than a few files is
+    left to one background reindex instead of blocking the answer (index/progressive.py).
     """
     from ..errors import InvalidInput, StateError
 
@@ -204,34 +229,63 @@ def retrieve(
 
         check_slug(track, "track")
     index = index or Index(wiki, config, notify=notify)
-    embedder = index.embedder() if mode != "bm25" else None
-    if mode == "vector" and embedder is None:
-        raise StateError(f"vector mode needs an embedder: {index.embedder_note}")
-    used_mode = mode if embedder is not None or mode == "bm25" else "bm25"
-    snap = index.snapshot(need_vectors=used_mode != "bm25")
+    progressive = deadline is not None or background
+    status = status if status is not None else {}
+    if progressive:
+        from . import progressive as prog
+
+        clock = prog.Clock()
+        snap = prog.open_snapshot(index, mode, deadline, status, notify)
+        used_mode = mode
+    else:
+        embedder = index.embedder() if mode != "bm25" else None
+        if mode == "vector" and embedder is None:
+            raise StateError(f"vector mode needs an embedder: {index.embedder_note}")
+        used_mode = mode if embedder is not None or mode == "bm25" else "bm25"
+        snap = index.snapshot(need_vectors=used_mode != "bm25")
     rows = snap.state.rows
     bm25_hits: list[tuple[int, float]] = []
     vector_hits: list[tuple[int, float]] = []
     coverage = 0.0
-    if used_mode in ("hybrid", "bm25") and query.strip():
+    if (used_mode in ("hybrid", "bm25") or progressive) and query.strip():
         try:
-            found = bm25.search_hits(snap.bm25_dir, query, candidates, track)
+            found_bm25 = bm25.search_hits(
+                snap.bm25_dir, query, candidates, track, searcher=snap.searcher()
+            )
         except Exception as exc:  # a Whoosh file damaged or deleted behind the manifest's back
             notify(f"index damaged (BM25 {type(exc).__name__}); rebuilding it")
-            index.update(full=True, need_vectors=used_mode != "bm25")
-            snap = index.snapshot(need_vectors=used_mode != "bm25")
+            index.update(full=True, need_vectors=used_mode != "bm25" and not progressive)
+            snap = index.snapshot(need_vectors=used_mode != "bm25" and not progressive)
             rows = snap.state.rows
-            found = bm25.search_hits(snap.bm25_dir, query, candidates, track)
+            found_bm25 = bm25.search_hits(
+                snap.bm25_dir, query, candidates, track, searcher=snap.searcher()
+            )
         row_of = {r.id: i for i, r in enumerate(rows)}
-        bm25_hits = [(row_of[h], s) for h, s in found.items if h in row_of]
-        coverage = found.coverage
-    if used_mode in ("hybrid", "vector") and query.strip():
+        bm25_hits = [(row_of[h], s) for h, s in found_bm25.items if h in row_of]
+        coverage = found_bm25.coverage
+    job = None
+    note = ""
+    want_vectors = used_mode in ("hybrid", "vector") and bool(query.strip())
+    if progressive and want_vectors and not prog.vectors_fit(index, deadline, clock):
+        used_mode, note = "bm25", "BM25 only: vectors would not be ready within the deadline"
+    elif progressive and want_vectors:
+        job = prog.VectorJob(
+            index, snap, lambda sn, emb: _vector_hits(sn, emb, query, track, candidates), deadline
+        )
+        found = job.result()
+        if found is None:  # not ready in time (or no vectors yet): the BM25 answer stands
+            used_mode, note = "bm25", job.reason
+        else:
+            vector_hits = found
+            if used_mode == "vector":
+                bm25_hits = []
+    elif want_vectors:
         vector_hits = _vector_hits(snap, embedder, query, track, candidates)
     fused = fuse(bm25_hits, vector_hits, coverage, fusion, vector_weight)
     fused, scope = scope_to_project(rows, fused, project, query)
     results = _rollup(snap, fused, k)
     _fill_sections(snap, results, fused, budget)
-    facts = {
+    facts: dict[str, object] = {
         "files": sum(1 for f in snap.state.files.values() if not f.problem),
         "items": len(rows),
         "embedder": snap.state.embedder if used_mode != "bm25" else None,
@@ -241,9 +295,28 @@ def retrieve(
     }
     if scope:
         facts["project_named"] = scope
-    if used_mode != mode:
+    if progressive:
+        facts.update(_progress_facts(snap, job, mode, index.config, background, index))
+        if note:
+            facts["note"] = note
+    elif used_mode != mode:
         facts["note"] = f"BM25 only: {index.embedder_note}"
+    snap.close()
     return RetrievalResult(query, used_mode, results, facts)
+
+
+def _progress_facts(snap, job, mode, config, background, index) -> dict:
+    """What a progressive answer says about its vectors, and the background build it started."""
+    from . import progressive as prog
+
+    facts = {"pending_items": snap.pending, "background_reindex": False}
+    if background and mode != "bm25" and prog.vectors_need_work(snap, job, config):
+        from . import background as bg
+
+        with contextlib.suppress(OSError):  # the answer matters more than the background build
+            facts["background_reindex"] = bg.start(index.root, index.wiki.sidecar)
+        facts["background_running"] = True
+    return facts
 
 
 def scope_to_project(
@@ -281,6 +354,7 @@ def _rollup(snap: Snapshot, fused: dict[int, float], k: int) -> list[FileResult]
         path = snap.state.rows[i].path
         if path not in best or score > best[path][0]:
             best[path] = (score, i)
+    # Scores equal to 1e-9 are ties, broken by path: the same on every device.
     ranked = sorted(best.items(), key=lambda kv: (-round(kv[1][0], 9), kv[0]))[:k]
     out = []
     for path, (score, i) in ranked:

@@ -16,7 +16,7 @@ from ..git.merge import current_branch_head
 from . import resources, runstate, templates, transcripts, worktrees
 from .runstate import PREPARED, PREPARING, WORKSPACE, RunState
 from .schema import MAX_PAYLOADS, Session, load_sessions
-from .scrub import scrub_text, scrub_value
+from .scrub import ScrubbedSession, scrub_session
 
 if TYPE_CHECKING:
     from ..wiki import Wiki
@@ -55,16 +55,6 @@ class PrepareResult:
 
 def _noop(_: str) -> None:
     pass
-
-
-def scrub_session(session: Session, counts: Counter[str]) -> Session:
-    """A copy of session with every string scrubbed (tool arguments and results too)."""
-    return Session(
-        label=scrub_text(session.label, counts),
-        source_id=session.source_id,
-        sha256=session.sha256,
-        items=scrub_value(session.items, counts),
-    )
 
 
 def existing_files(workspace: Path, track: str) -> str:
@@ -112,18 +102,19 @@ def _project_notes(project: dict[str, Any] | None, touched_log: Path | None) -> 
 def _write_run_files(
     directory: Path,
     run_id: str,
-    sessions: list[Session],
+    scrubbed: list[ScrubbedSession],
     command: str,
     projects: list[dict[str, Any] | None],
 ) -> tuple[list[dict[str, str]], list[str], str]:
     workspace = directory / WORKSPACE
     written: list[dict[str, str]] = []
     logs: list[Path | None] = []
-    for number, session in enumerate(sessions, start=1):
+    for number, clean in enumerate(scrubbed, start=1):
+        session = clean.session
         md = directory / "transcripts" / f"session-{number:02d}-messages.md"
         full = directory / "transcripts" / f"session-{number:02d}-full.jsonl"
-        atomic_write_text(md, transcripts.messages_markdown(session, number))
-        atomic_write_text(full, transcripts.full_jsonl(session))
+        atomic_write_text(md, transcripts.messages_markdown(clean, number))
+        atomic_write_text(full, transcripts.full_jsonl(clean))
         written.append(
             {"session": session.label, "source_id": session.source_id, "messages": str(md),
              "full": str(full)}
@@ -136,11 +127,11 @@ def _write_run_files(
             written[-1]["touched"] = str(log)
         logs.append(log)
     slugs = sorted({p["project"] for p in projects if p})
-    total = 2 * len(sessions) + (1 if slugs else 0)
+    total = 2 * len(scrubbed) + (1 if slugs else 0)
     listings = {t: existing_files(workspace, t) for t in ("memory", "skill")}
     jobs: list[Path] = []
     for kind, track, key in (("memory", "memory", "messages"), ("skill", "skill", "full")):
-        for number, session in enumerate(sessions, start=1):
+        for number, clean in enumerate(scrubbed, start=1):
             n = len(jobs) + 1
             path = directory / "jobs" / f"{n:02d}-{kind}-session-{number:02d}.md"
             note, touched = _project_notes(projects[number - 1], logs[number - 1])
@@ -153,7 +144,7 @@ def _write_run_files(
                 workspace=workspace,
                 track_dir=workspace / track,
                 transcript=written[number - 1][key],
-                source_id=session.source_id,
+                source_id=clean.session.source_id,
                 existing_files=listings[track],
                 project_note=note,
                 **({"touched_note": touched} if kind == "skill" else {}),
@@ -188,7 +179,7 @@ def _write_run_files(
             "executor.md",
             run_id=run_id,
             job_total=total,
-            session_count=len(sessions),
+            session_count=len(scrubbed),
             workspace=workspace,
             job_list=job_list,
             next_command=command,
@@ -248,7 +239,7 @@ def prepare_sessions(
                 "messages": len(s.messages),
                 **({k: p.get(k) for k in ("project", "root", "cwd")} if p else {}),
             }
-            for s, p in zip(clean, projects, strict=True)
+            for s, p in zip((c.session for c in clean), projects, strict=True)
         ],  # fmt: skip
         redactions=dict(sorted(counts.items())),
     )

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import markdown
 from ..errors import InvalidInput, StateError
 from ..fsutil import atomic_write_text
 
@@ -35,8 +36,6 @@ LIST_KEYS = ("paths", "files", "file_paths")
 CHANGING_TOOLS = re.compile(r"write|edit|patch|create|replace|delete|move|rename", re.IGNORECASE)
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$", re.MULTILINE)
 ENTRY = re.compile(r"^(\s*[-*]\s+)`([^`\n]+)`(?:\s*(?:—|--|-|:)\s*(.*?))?\s*$")
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
 MAX_PATH_CHARS = 1024
 
 
@@ -276,29 +275,17 @@ def _verify_mixed(candidates: list[tuple[str, Path | None]], root: Path):
 
 def _section(lines: list[str]) -> tuple[int, int] | None:
     """(first line after the `## Resources` heading, end of its section), 0-based, or None."""
-    start = level = None
-    in_fence = False
-    for i, line in enumerate(lines):
-        if _FENCE.match(line):
-            in_fence = not in_fence
-            continue
-        m = None if in_fence else _HEADING.match(line)
-        if not m:
+    start: int | None = None
+    level = 0
+    for i, h in enumerate(markdown.headings(lines)):
+        if h is None:
             continue
         if start is None:
-            if m.group(2).strip().lower() == SECTION.lower():
-                start, level = i + 1, len(m.group(1))
-        elif len(m.group(1)) <= level:
+            if h[1].lower() == SECTION.lower():
+                start, level = i + 1, h[0]
+        elif h[0] <= level:
             return start, i
     return (start, len(lines)) if start is not None else None
-
-
-def _open_fence(lines: list[str]) -> bool:
-    inside = False
-    for line in lines:
-        if _FENCE.match(line):
-            inside = not inside
-    return inside
 
 
 def merge_entries(text: str, entries: dict[str, str]) -> str:
@@ -316,8 +303,9 @@ def merge_entries(text: str, entries: dict[str, str]) -> str:
     if span is None:
         body = text if text.endswith(("\n", "\r")) or not text else text + newline
         block = [f"## {SECTION}", ""] + [f"- `{p}` — {d}" for p, d in entries.items()]
-        if _open_fence(lines):
-            block.insert(0, "```")  # or the new heading would be code, found by no one
+        fence = markdown.closing_fence(lines)
+        if fence is not None:
+            block.insert(0, fence)  # or the new heading would be code, found by no one
         sep = "" if body.endswith(newline * 2) or not body else newline
         return body + sep + newline.join(block) + newline
     start, end = span

@@ -12,7 +12,6 @@ Layout of one run (everything under the git-ignored sidecar)::
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import re
 import secrets
@@ -20,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import timestamps
 from ..errors import InvalidInput, NotFound, StorageError
 from ..fsutil import atomic_write_text
 
@@ -40,15 +40,12 @@ MERGING = "merging"  # merge commit made, wiki not yet moved to it
 COMMITTED = "committed"  # merged into the wiki; workspace and branch removed
 
 
-def now_iso() -> str:
-    """The current UTC time as 2026-11-02T10:14:00Z."""
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+now_iso = timestamps.now_iso
 
 
 def new_run_id() -> str:
     """A fresh run id: UTC time plus random hex, sortable and safe as a path and a ref."""
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
-    return f"{stamp}-{secrets.token_hex(3)}"
+    return f"{timestamps.now_compact()}-{secrets.token_hex(3)}"
 
 
 def check_run_id(run_id: str) -> str:

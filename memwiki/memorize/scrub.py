@@ -1,18 +1,37 @@
 """Secret scrubbing: every secret-looking span becomes ``[REDACTED:<kind>]``.
 
 Transcripts are scrubbed in memory, before anything reaches the disk (DESIGN §8.6).
-The patterns favour recall on well-known token shapes and stay conservative on
-free text, so git SHAs, UUIDs and ordinary code survive.
+Three layers find spans, in this order of precedence for the reported kind: the token
+shapes below (the kinds memwiki names itself), the class rules of scrub_rules (where a
+value sits: assignments, flags, URLs, key blocks, high entropy), and the provider rules
+of gitleaks. Spans are merged and replaced in one go. A session leaves this module only
+as a ScrubbedSession, the one type the transcript writers accept.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-MARK = "[REDACTED:"
+from . import gitleaks, scrub_rules, scrub_values
+from .schema import Session
+from .scrub_values import CODE_WORDS, MARK, key_strength
+
+__all__ = [
+    "CODE_WORDS",
+    "MARK",
+    "ScrubbedSession",
+    "find_spans",
+    "key_looks_secret",
+    "marker",
+    "scrub_session",
+    "scrub_text",
+    "scrub_value",
+]
 
 
 def marker(kind: str) -> str:
@@ -20,191 +39,159 @@ def marker(kind: str) -> str:
     return f"{MARK}{kind}]"
 
 
-# (kind, pattern, group holding the secret; 0 = the whole match). Order matters: the
-# specific shapes run before the generic key/value rules so the reported kind is precise.
-_TOKEN_PATTERNS: list[tuple[str, str, int]] = [
+# (kind, pattern, group holding the secret (0 = the whole match), keywords: one must be in
+# the lower-cased text for the pattern to run). These token shapes name their kinds the
+# way memwiki's redaction counts always have; scrub_rules and gitleaks find the rest.
+_TOKEN_PATTERNS: list[tuple[str, str, int, tuple[str, ...]]] = [
+    ("anthropic-api-key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}", 0, ("sk-ant-",)),
+    ("openai-api-key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", 0, ("sk-",)),
+    ("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}", 0, ("k_live_", "k_test_")),
+    ("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}", 0, ("aiza",)),
+    ("google-oauth-token", r"\bya29\.[0-9A-Za-z_\-]{20,}", 0, ("ya29.",)),
+    ("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}", 0, ("hf_",)),
+    ("groq-api-key", r"\bgsk_[A-Za-z0-9]{40,}", 0, ("gsk_",)),
+    ("xai-api-key", r"\bxai-[A-Za-z0-9]{40,}", 0, ("xai-",)),
+    ("replicate-token", r"\br8_[A-Za-z0-9]{30,}", 0, ("r8_",)),
+    ("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b", 0, ("npm_",)),
+    ("pypi-token", r"\bpypi-AgE[A-Za-z0-9_\-]{50,}", 0, ("pypi-age",)),
+    ("sendgrid-key", r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}", 0, ("sg.",)),
     (
-        "private-key",
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-        # unterminated (a truncated paste): eat the header lines and the base64 body
-        r"|(?:\r?\n[ \t]*(?:[A-Za-z0-9+/=]+|[A-Za-z\-]+:[^\n]*))*)",
+        "aws-access-key",
+        r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b",
         0,
+        ("akia", "asia", "abia", "acca", "a3t"),
     ),
-    ("anthropic-api-key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}", 0),
-    ("openai-api-key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", 0),
-    ("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}", 0),
-    ("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}", 0),
-    ("google-oauth-token", r"\bya29\.[0-9A-Za-z_\-]{20,}", 0),
-    ("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}", 0),
-    ("groq-api-key", r"\bgsk_[A-Za-z0-9]{40,}", 0),
-    ("xai-api-key", r"\bxai-[A-Za-z0-9]{40,}", 0),
-    ("replicate-token", r"\br8_[A-Za-z0-9]{30,}", 0),
-    ("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b", 0),
-    ("pypi-token", r"\bpypi-AgE[A-Za-z0-9_\-]{50,}", 0),
-    ("sendgrid-key", r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}", 0),
-    ("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b", 0),
     (
         "aws-secret-key",
         r"(?i:aws[A-Za-z0-9_ .\-]{0,24}?(?:secret|sak)[A-Za-z0-9_ .\-]{0,24}?)"
         r"[\"']?\s*(?::=|=>|=|:)\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
         1,
+        ("aws",),
     ),
-    ("github-token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b", 0),
-    ("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,255}", 0),
-    ("gitlab-token", r"\bgl(?:pat|ptt|dt|rt|cbt|oas|soat|ft|imt)-[A-Za-z0-9_\-]{20,}", 0),
-    ("slack-token", r"\bxox[abposre]-[A-Za-z0-9\-]{10,}", 0),
+    (
+        "github-token",
+        r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b",
+        0,
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ),
+    ("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,255}", 0, ("github_pat_",)),
+    (
+        "gitlab-token",
+        r"\bgl(?:pat|ptt|dt|rt|cbt|oas|soat|ft|imt)-[A-Za-z0-9_\-]{20,}",
+        0,
+        ("gl",),
+    ),
+    ("slack-token", r"\bxox[abposre]-[A-Za-z0-9\-]{10,}", 0, ("xox",)),
     (
         "slack-webhook",
         r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9]+/[A-Za-z0-9]+/[A-Za-z0-9]+",
         0,
+        ("hooks.slack.com",),
     ),
-    ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", 0),
-    # a digit is required so that prose such as "bearer tokenization" survives
-    ("bearer-token", r"(?i:\bbearer)\s+(?=[A-Za-z0-9._~+/\-]*[0-9])([A-Za-z0-9._~+/\-]{16,}=*)", 1),
-    (
-        "basic-auth",
-        r"(?i:authorization[\"']?\s*[:=]\s*[\"']?basic)\s+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])",
-        1,
-    ),
-    ("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\"'<>]+:([^\s@/\"'<>]+)@", 1),
-    (
-        "secret-flag",
-        r"(?<![A-Za-z0-9_\-])(?i:--?(?:password|passwd|pass|token|api-key|apikey|secret|client-secret))"
-        r"(?:=|[ \t]+)([\"'][^\"'\n]+[\"']|[^\s\"'-][^\s\"']*)",
-        1,
-    ),
+    ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", 0, ("eyj",)),
 ]
-_COMPILED = [(kind, re.compile(rx), group) for kind, rx, group in _TOKEN_PATTERNS]
+_COMPILED = [(kind, re.compile(rx), group, keys) for kind, rx, group, keys in _TOKEN_PATTERNS]
+# Large texts are scanned in windows of about this many characters, cut at line breaks,
+# overlapping so that a secret on a window's edge is whole in one of them; keyword
+# checks per window keep the cost proportional to where secrets can be.
+WINDOW = 8192
+OVERLAP = 1024
 
-# A key/value pair: KEY=value, KEY: value, "key": "value", export KEY=value.
-_ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9_.\-])(?P<q>[\"']?)(?P<key>[A-Za-z_][A-Za-z0-9_.\-]*)(?P=q)"
-    r"(?P<sep>[ \t]*(?::=|=>|=|:)[ \t]*)"
-    r"(?P<val>\"[^\"\n]*\"|'[^'\n]*'|<[^<>\n]*>|[^\s\"',;]+)"
-)
-
-_SECRET_WORDS = {
-    "secret",
-    "password",
-    "passwd",
-    "pwd",
-    "passphrase",
-    "token",
-    "apikey",
-    "credential",
-    "credentials",
-    "privatekey",
-}
-_KEY_QUALIFIERS = {
-    "api",
-    "access",
-    "secret",
-    "private",
-    "signing",
-    "encryption",
-    "master",
-    "license",
-    "client",
-    "session",
-    "account",
-    "service",
-}
-# Values that are names of things rather than secrets: types and empty values, as code
-# spells them (case-sensitive, so a password that happens to be "OPTIONAL" is still caught).
-CODE_WORDS = set(
-    [
-        "None",
-        "null",
-        "nil",
-        "NULL",
-        "true",
-        "false",
-        "True",
-        "False",
-        "str",
-        "string",
-        "bytes",
-        "int",
-        "bool",
-        "number",
-        "boolean",
-        "any",
-        "undefined",
-        "SecretStr",
-    ]
-)
-_PLACEHOLDER = re.compile(
-    r"^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%[A-Za-z_]+%|<[^>]*>|\{\{.*\}\}|[*xX.]+)$"
-)
-
-
-def _key_words(key: str) -> list[str]:
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", key)
-    return [w for w in re.split(r"[\s_.\-]+", spaced.lower()) if w]
+_MARKER = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
 
 
 def key_looks_secret(key: str) -> bool:
     """True when a field name says its value is a secret (API_KEY, db_password, apiKey…)."""
-    words = _key_words(key)
-    if not words:
-        return False
-    last = words[-1]
-    if last in _SECRET_WORDS:
-        return True
-    return last == "key" and len(words) > 1 and words[-2] in _KEY_QUALIFIERS
+    return key_strength(key) == scrub_values.STRONG
 
 
-def value_looks_secret(value: str) -> bool:
-    """False for placeholders, type names, code calls and values already redacted."""
-    inner = value.strip().strip("\"'").strip()
-    if len(inner) < 3 or inner.startswith(MARK) or inner in CODE_WORDS:
-        return False
-    if _PLACEHOLDER.match(inner):
-        return False
-    # `token = os.getenv("X")` or `password: str | None` is code about a secret, not one.
-    return not ("(" in inner or "[" in inner or inner.startswith(("{", "|")))
+_ESCAPE = re.compile(r"\\\\|\\[nrt]")
+_BREAKS = {"\\\\": "\\\\", "\\n": " \n", "\\r": " \r", "\\t": "  "}
 
 
-def _sub_group(
-    pattern: re.Pattern[str], group: int, kind: str, text: str, counts: Counter[str]
-) -> str:
-    def repl(m: re.Match[str]) -> str:
-        secret = m.group(group)
-        if secret.startswith(MARK):
-            return m.group(0)
-        counts[kind] += 1
-        start, end = m.start(group) - m.start(0), m.end(group) - m.start(0)
-        whole = m.group(0)
-        return whole[:start] + marker(kind) + whole[end:]
+def _windows(text: str) -> list[tuple[int, str]]:
+    if len(text) <= WINDOW + OVERLAP:
+        return [(0, text)]
+    out, start = [], 0
+    while start < len(text):
+        end = min(len(text), start + WINDOW)
+        cut = text.rfind("\n", start + WINDOW // 2, end)
+        end = cut + 1 if cut > 0 and end < len(text) else end
+        stop = min(len(text), end + OVERLAP)
+        out.append((start, text[start:stop]))
+        start = end
+    return out
 
-    return pattern.sub(repl, text)
+
+def _layers(text: str) -> list[tuple[int, int, str]]:
+    found: list[tuple[int, int, str]] = scrub_rules.find_blocks(text)
+    for offset, chunk in _windows(text):
+        low = chunk.lower()
+        spans: list[tuple[int, int, str]] = []
+        for kind, pattern, group, keys in _COMPILED:
+            if any(k in low for k in keys):
+                spans.extend((m.start(group), m.end(group), kind) for m in pattern.finditer(chunk))
+        spans.extend(scrub_rules.find(chunk, low))
+        spans.extend(gitleaks.find(chunk, low))
+        found.extend((a + offset, b + offset, kind) for a, b, kind in spans)
+    return found
 
 
-def _sub_assignments(text: str, counts: Counter[str]) -> str:
-    def repl(m: re.Match[str]) -> str:
-        val = m.group("val")
-        if not key_looks_secret(m.group("key")) or not value_looks_secret(val):
-            return m.group(0)
-        counts["secret-assignment"] += 1
-        quote = val[0] if val[:1] in ("'", '"') and len(val) > 1 else ""
-        new_val = f"{quote}{marker('secret-assignment')}{quote}"
-        return m.group(0)[: m.start("val") - m.start(0)] + new_val
+def find_spans(text: str) -> list[tuple[int, int, str]]:
+    """Merged (start, end, kind) of every secret in text, in order, none inside a marker."""
+    # JSON or a log carried as an escaped string: "\nDB_PASSWORD=x" is a line start too.
+    # The view has the same length as text, so its spans are spans of text.
+    view = _ESCAPE.sub(lambda m: _BREAKS[m.group()], text) if "\\" in text else text
+    found = _layers(view)
+    taken = [(m.start(), m.end()) for m in _MARKER.finditer(text)]
+    # Earlier layers win the kind; an overlapping later span only widens the redaction,
+    # so that no tail of a secret survives because two rules saw it differently.
+    merged: list[list[Any]] = []
+    for rank, (start, end, kind) in enumerate(found):
+        if end <= start or (taken and _inside_marker(taken, start, end)):
+            continue
+        merged.append([start, end, rank, kind])
+    merged.sort()
+    out: list[tuple[int, int, str]] = []
+    best: list[Any] | None = None
+    for span in merged:
+        if best is not None and span[0] < best[1]:
+            best[1] = max(best[1], span[1])
+            if span[2] < best[2]:
+                best[2], best[3] = span[2], span[3]
+            continue
+        if best is not None:
+            out.append((best[0], best[1], best[3]))
+        best = span
+    if best is not None:
+        out.append((best[0], best[1], best[3]))
+    return out
 
-    return _ASSIGNMENT.sub(repl, text)
+
+def _inside_marker(taken: list[tuple[int, int]], start: int, end: int) -> bool:
+    i = bisect.bisect_right(taken, (end, end)) - 1
+    return i >= 0 and taken[i][0] < end and start < taken[i][1]
 
 
 def _one_pass(text: str, counts: Counter[str]) -> str:
-    for kind, pattern, group in _COMPILED:
-        text = _sub_group(pattern, group, kind, text, counts)
-    return _sub_assignments(text, counts)
+    spans = find_spans(text)
+    if not spans:
+        return text
+    parts, pos = [], 0
+    for start, end, kind in spans:
+        parts.append(text[pos:start])
+        parts.append(marker(kind))
+        counts[kind] += 1
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts)
 
 
 def scrub_text(text: str, counts: Counter[str] | None = None) -> str:
     """Redact every secret in text; add one count per redaction to counts."""
     counts = counts if counts is not None else Counter()
-    # One rule's replacement can expose another's match; repeat until nothing changes
-    # so that scrubbing scrubbed text is always a no-op.
+    # A replacement can change the context another rule sees; repeat until nothing
+    # changes, so that scrubbing scrubbed text is always a no-op.
     for _ in range(4):
         new = _one_pass(text, counts)
         if new == text:
@@ -230,9 +217,8 @@ def scrub_value(value: Any, counts: Counter[str] | None = None) -> Any:
                 # {"password": "hunter2"}: the secret-ness lives in the key, not the string.
                 if (
                     isinstance(value, str)
-                    and MARK not in value
-                    and key_looks_secret(k)
-                    and value_looks_secret(value)
+                    and isinstance(k, str)
+                    and scrub_values.assignment_secret(k, value, bare=False)
                 ):
                     counts["secret-assignment"] += 1
                     value = marker("secret-assignment")
@@ -241,3 +227,33 @@ def scrub_value(value: Any, counts: Counter[str] | None = None) -> Any:
         return v
 
     return walk(value)
+
+
+@dataclass(frozen=True)
+class ScrubbedSession:
+    """A session whose every string went through the scrubber: what transcripts accept.
+
+    Built only by scrub_session; the transcript writers refuse anything else, so no
+    code path can write a transcript from an unscrubbed Session.
+    """
+
+    session: Session
+    _token: object
+
+    def __post_init__(self) -> None:
+        if self._token is not _TOKEN:
+            raise TypeError("a ScrubbedSession is made by scrub.scrub_session only")
+
+
+_TOKEN = object()
+
+
+def scrub_session(session: Session, counts: Counter[str]) -> ScrubbedSession:
+    """A copy of session with every string scrubbed (tool arguments and results too)."""
+    clean = Session(
+        label=scrub_text(session.label, counts),
+        source_id=session.source_id,
+        sha256=session.sha256,
+        items=scrub_value(session.items, counts),
+    )
+    return ScrubbedSession(clean, _TOKEN)

@@ -5,11 +5,20 @@ from __future__ import annotations
 import json
 
 from . import templates
-from .schema import Session
+from .scrub import ScrubbedSession
 
 
-def messages_markdown(session: Session, number: int) -> str:
+def _unwrap(scrubbed: ScrubbedSession):
+    # The type is the boundary: a plain Session (unscrubbed) is refused at run time too,
+    # for callers that do not run a type checker.
+    if not isinstance(scrubbed, ScrubbedSession):
+        raise TypeError(f"transcripts are written from a ScrubbedSession, got {type(scrubbed)}")
+    return scrubbed.session
+
+
+def messages_markdown(scrubbed: ScrubbedSession, number: int) -> str:
     """The messages-only transcript (for the memory job)."""
+    session = _unwrap(scrubbed)
     blocks = []
     for index, item in enumerate(session.items):
         if item["type"] != "message":
@@ -27,8 +36,9 @@ def messages_markdown(session: Session, number: int) -> str:
     )
 
 
-def full_jsonl(session: Session) -> str:
+def full_jsonl(scrubbed: ScrubbedSession) -> str:
     """The full transcript (for the skill job): one JSON object per item, tool activity included."""
+    session = _unwrap(scrubbed)
     lines = []
     for index, item in enumerate(session.items):
         record = {"index": index, **item}

@@ -38,7 +38,7 @@ def _render_value(key: str, value) -> str:
 
 
 def _known_values(rf: RecallFile) -> dict:
-    values = {"name": rf.name, "description": rf.description}
+    values: dict[str, str | list[str]] = {"name": rf.name, "description": rf.description}
     if rf.tags:
         values["tags"] = list(rf.tags)
     if rf.created:

@@ -5,8 +5,10 @@
 set -u
 export MEMWIKI_BRIDGING_RUN=1
 export MEMWIKI_DIR={{WIKI}}
-# cron starts with a minimal PATH: add memwiki's own directory and the usual install places.
-export PATH={{BIN_DIR}}:"$HOME/.local/bin:/usr/local/bin:/opt/homebrew/bin:$PATH"
+# cron starts with a minimal PATH: add memwiki's own directory, the PATH of the shell that
+# ran `schedule --install` (where the agent and its runtime, e.g. node, were found) and the
+# usual install places.
+export PATH={{BIN_DIR}}:{{INSTALL_PATH}}:"$HOME/.local/bin:/usr/local/bin:/opt/homebrew/bin:$PATH"
 PROMPT_FILE={{PROMPT_FILE}}
 LOCK={{LOCK}}
 mkdir -p "$(dirname "$LOCK")"

@@ -58,6 +58,12 @@ def copy_tree(src: Path, dest: Path, home: Path, globs: tuple[str, ...]) -> list
     return out
 
 
+def _octet_length(value):
+    if value is None:
+        return None
+    return len(value.encode("utf-8")) if isinstance(value, str) else len(bytes(value))
+
+
 def copy_sqlite(src: Path, dest: Path, rewrite) -> None:
     """A checkpointed copy of a SQLite store with paths rewritten in its text and events."""
     dest.unlink(missing_ok=True)
@@ -66,6 +72,8 @@ def copy_sqlite(src: Path, dest: Path, rewrite) -> None:
     s.close()
     d.close()
     conn = sqlite3.connect(dest)
+    # Newer SQLite builds (OpenClaw's) use octet_length in CHECK constraints.
+    conn.create_function("octet_length", 1, _octet_length, deterministic=True)
     try:
         conn.execute("PRAGMA journal_mode=DELETE")
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]

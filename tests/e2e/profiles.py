@@ -191,4 +191,62 @@ class Hermes(Profile):
             return conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
 
 
-PROFILES = {p.host: p for p in (ClaudeCode, Codex, Hermes)}
+def openclaw_config(base_url: str) -> str:
+    """openclaw.json: one custom provider speaking Chat Completions to the fake model."""
+    model = {
+        "id": "fake-model",
+        "name": "Fake",
+        "reasoning": False,
+        "input": ["text"],
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+        "contextWindow": 120000,
+        "maxTokens": 8192,
+    }
+    provider = {
+        "baseUrl": f"{base_url}/v1",
+        "apiKey": "dummy",
+        "api": "openai-completions",
+        "models": [model],
+    }
+    return json.dumps(
+        {
+            "agents": {"defaults": {"model": {"primary": "fake/fake-model"}}},
+            "models": {"mode": "merge", "providers": {"fake": provider}},
+        },
+        indent=2,
+    )
+
+
+# Events of about 1 KB and more are stored zstd-compressed (event_zstd, event_json NULL).
+OPENCLAW_LONG_NOTE = "Note for later: " + "the billing service rotates its keys weekly. " * 35
+
+
+class OpenClaw(Profile):
+    host = "openclaw"
+    client_name = "openclaw"
+    user_files = {".openclaw/workspace/AGENTS.md": "# Workspace rules\n\nBe careful.\n"}
+    store_globs = (".openclaw/agents/*/agent/openclaw-agent.sqlite",)
+
+    def setup(self) -> None:
+        (self.sb.home / ".openclaw" / "openclaw.json").write_text(openclaw_config(self.sb.base_url))
+
+    def argv(self, prompt: str) -> list[str]:
+        return [*self.client.argv, "agent", "--local", "--agent", "main", "--message", prompt]
+
+    def extra_session(self) -> None:
+        self.sb.set_script([], "Noted.")
+        run = self.run(OPENCLAW_LONG_NOTE)
+        assert run.rc == 0 and not run.timed_out, (run.out[-2000:], run.err[-2000:])
+
+    def sessions(self) -> int:
+        import sqlite3
+
+        total = 0
+        for db in (self.sb.home / ".openclaw" / "agents").glob("*/agent/openclaw-agent.sqlite"):
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+                q = "SELECT COUNT(DISTINCT session_id) FROM transcript_events"
+                total += conn.execute(q).fetchone()[0]
+        return total
+
+
+PROFILES = {p.host: p for p in (ClaudeCode, Codex, Hermes, OpenClaw)}

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from . import capture, clients
+from .conftest import note
 from .harness import Sandbox, request_text
-from .profiles import PROFILES
+from .profiles import OPENCLAW_LONG_NOTE, PROFILES
 
 LATEST = os.environ.get("LATEST") == "1"
 HOSTS = [h for h in (os.environ.get("MEMWIKI_E2E_HOSTS") or ",".join(PROFILES)).split(",") if h]
@@ -71,7 +72,8 @@ def world(request, tmp_path_factory):
     )
     assert r.rc == 0, r.err
     assert w.sb.memwiki("reindex").rc == 0
-    print(f"{w.host}: client {w.client.version} (install {w.client.install_seconds:.0f}s)")
+    secs = w.client.install_seconds
+    note(f"INST {secs:6.1f}s {w.host} {w.client.version} ({'cached' if not secs else 'installed'})")
     yield w
     w.sb.close()
 
@@ -138,6 +140,8 @@ class TestHost:
         paths = [t[k] for t in out["transcripts"] for k in ("full", "messages") if k in t]
         texts = {t: Path(t).read_text() for t in paths if Path(t).is_file()}
         assert any(USER_WORDS in t for t in texts.values()), texts
+        if world.host == "openclaw":  # stored compressed: read, not lost
+            assert any(OPENCLAW_LONG_NOTE.strip() in t for t in texts.values()), texts
         for path, t in texts.items():
             assert BLOCK_MARK not in t, f"injected block mined as conversation in {path}"
         conv = [t for p_, t in texts.items() if p_.endswith("-messages.md")]

@@ -31,7 +31,7 @@ class Container:
 
 def skip_ws(text: str, pos: int) -> int:
     """The first non-whitespace position at or after pos."""
-    return _WS.match(text, pos).end()
+    return _WS.match(text, pos).end()  # type: ignore[union-attr]  # \s* always matches
 
 
 def scan(text: str, pos: int) -> Container:
@@ -46,7 +46,7 @@ def scan(text: str, pos: int) -> Container:
         key = None
         start = i
         if opener == "{":
-            key, i = json.decoder.scanstring(text, i + 1)
+            key, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
             i = skip_ws(text, i)
             if text[i] != ":":
                 raise ValueError(f"expected ':' at {i}")

@@ -16,9 +16,9 @@ from typing import Any
 
 from ...config import Config
 from ...errors import InvalidInput, NotFound, StorageError
+from ..executable import client_command, memwiki_command, memwiki_executable
 from ..mining import openclaw
 from ..mining.base import host_module
-from .executable import client_command, memwiki_command, memwiki_executable
 from .textfile import delete_file, write_text
 from .texts import render, task_prompt, template
 
@@ -127,6 +127,7 @@ def render_wrapper(host: str, config: Config, headless: str | None = None) -> st
         HOST=host,
         WIKI=q(str(config.wiki_path)),
         BIN_DIR=q(str(memwiki_bin().parent)) if memwiki_bin().is_absolute() else '"$PATH"',
+        INSTALL_PATH=q(config.host_env.get("PATH") or "/usr/bin:/bin"),
         PROMPT_FILE=q(str(files.prompt)),
         LOCK=q(str(files.lock)),
         WORKDIR=q(str(config.wiki_path)),

@@ -1,35 +1,20 @@
-"""Host templates (templates/hosts/*), loaded as package data and rendered."""
+"""Host templates (templates/hosts/*), through the one loader (memwiki.templating)."""
 
 from __future__ import annotations
 
-import re
-from importlib.resources import files
-
-from ...errors import InvalidInput, NotFound
+from ... import templating
+from ...errors import InvalidInput
 from ..mining.base import HOSTS
-
-_PLACEHOLDER = re.compile(r"\{\{([A-Z_]+)\}\}")
 
 
 def template(name: str) -> str:
     """The text of templates/hosts/<name>."""
-    resource = files("memwiki.templates").joinpath("hosts", name)
-    try:
-        return resource.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise NotFound(f"template hosts/{name} is missing from the installation") from None
+    return templating.load(f"hosts/{name}")
 
 
 def render(text: str, **values: str) -> str:
     """Replace every {{NAME}} with values[NAME]; an unknown placeholder is an error."""
-
-    def sub(match: re.Match[str]) -> str:
-        key = match.group(1)
-        if key not in values:
-            raise InvalidInput(f"template placeholder {{{{{key}}}}} has no value")
-        return values[key]
-
-    return _PLACEHOLDER.sub(sub, text)
+    return templating.fill(text, **values)
 
 
 def instruction_block(memwiki: str = "memwiki") -> str:

@@ -2,23 +2,39 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ...config import Config
+from ...errors import StorageError
 from . import openclaw
-from .base import SCHEMA_VERSION, SessionRef, SessionSlice, TranscriptSource, get_source
+from .base import (
+    HOSTS,
+    SCHEMA_VERSION,
+    SessionRef,
+    SessionSlice,
+    TranscriptSource,
+    get_source,
+    host_api,
+)
 from .records import Verdict, parse_record
 from .workdirs import slice_cwd
 
-# Host variables naming the session a scheduled run is in (hosts.md §9).
-SELF_SESSION_VARS = {
-    "claude-code": "CLAUDE_CODE_SESSION_ID",
-    "hermes": "HERMES_SESSION_ID",
-    "cursor": "CURSOR_CONVERSATION_ID",
-    "codex": "CODEX_THREAD_ID",
-}
+# What reading a host's store may raise: reported per stream, never an internal error.
+READ_ERRORS = (
+    sqlite3.Error,
+    StorageError,
+    OSError,
+    ValueError,
+    UnicodeDecodeError,
+    KeyError,
+    TypeError,
+)
+
+# Host variables naming the session a scheduled run is in (hosts.md §9), from the registry.
+SELF_SESSION_VARS = {h: var for h in HOSTS if (var := host_api(h).SELF_SESSION_VAR) is not None}
 
 
 def read_slice(
@@ -26,7 +42,11 @@ def read_slice(
 ) -> SessionSlice:
     """Read one stream after its cursor entry and convert the kept records."""
     result = source.read(ref, entry)
+    # Every record read is counted as message, tool or drop; undecodable ones were not read
+    # past (the cursor stops before them) and are counted apart.
     counts = {"message": 0, "tool": 0, "drop": result.extra_drops, "unrecognized": 0}
+    if result.undecodable:
+        counts["undecodable"] = len(result.undecodable)
     items: list[dict[str, Any]] = []
     ctx: dict[str, Any] = {}
     for raw in result.records:
@@ -50,6 +70,7 @@ def read_slice(
         counts=counts,
         session=session,
         cwd=slice_cwd(result.records, ref.path) if session is not None else None,
+        problems=list(result.undecodable),
     )
 
 
@@ -77,17 +98,24 @@ def collect_new_sessions(
     session_dir: Path | None = None,
     max_sessions: int = 10,
     skip_session_ids: Iterable[str] = (),
+    warnings: list[str] | None = None,
 ) -> list[SessionSlice]:
     """New content since the cursor, newest first, at most max_sessions memorizable slices.
 
     Streams that advanced without any new message come back too, with session=None, so
     the caller can record their cursor; only slices with .memorizable go to memorize.
     Self sessions (skip_session_ids and the state's claimed list) are passed over,
-    never ending the scan.
+    never ending the scan. A store or stream that cannot be read is reported in warnings
+    and passed over with its cursor unchanged: one broken session never stops the others.
     """
+    warnings = warnings if warnings is not None else []
     source = get_source(host, config, session_dir)
     streams = cursor_state.get("streams", {})
-    refs = source.list_sessions()
+    try:
+        refs = source.list_sessions()
+    except READ_ERRORS as exc:
+        warnings.append(f"warning: cannot list {host} sessions: {type(exc).__name__}: {exc}")
+        return []
     skip = _with_children(refs, set(skip_session_ids) | set(cursor_state.get("claimed", [])))
     out: list[SessionSlice] = []
     taken = 0
@@ -99,7 +127,18 @@ def collect_new_sessions(
         entry = streams.get(ref.key)
         if source.unchanged(ref, entry):
             continue
-        sl = read_slice(source, ref, entry)
+        try:
+            sl = read_slice(source, ref, entry)
+        except READ_ERRORS as exc:
+            warnings.append(
+                f"warning: cannot read {host} session {ref.session_id}: {type(exc).__name__}: {exc}"
+            )
+            continue
+        if sl.problems:
+            warnings.append(
+                f"warning: {host} session {ref.session_id}: {len(sl.problems)} record(s) "
+                f"could not be decoded ({sl.problems[0]}); the cursor stops before them"
+            )
         if entry is not None and sl.cursor == entry:
             continue
         out.append(sl)

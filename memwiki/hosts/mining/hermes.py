@@ -18,7 +18,7 @@ from .records import (
     tool_call,
     tool_result,
 )
-from .sqlite_ro import connect_ro, epoch_seconds, table_columns
+from .sqlite_ro import connect_ro, epoch_seconds, reading, table_columns
 
 HOST = "hermes"
 SELF_SESSION_VAR = "HERMES_SESSION_ID"
@@ -166,7 +166,7 @@ class Source(TranscriptSource):
     def read(self, ref: SessionRef, entry: dict[str, Any] | None) -> ReadResult:
         """Rows with id above the cursor, as JSON objects without NULL columns."""
         pos = int((entry or {}).get("pos", 0))
-        with connect_ro(ref.path) as conn:
+        with reading(ref.path) as conn:
             present = table_columns(conn, "messages")
             cols = [c for c in ROW_COLUMNS if c in present]
             dup = "0"

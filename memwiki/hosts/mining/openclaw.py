@@ -10,9 +10,10 @@ from typing import Any
 from ...config import Config
 from .base import JsonlSource, ReadResult, SessionRef, env_path, newest_first
 from .records import ROLES, TOOL_CALL_BLOCKS, Verdict, block_items, block_types, tool_result
-from .sqlite_ro import connect_ro, epoch_seconds, table_columns
+from .sqlite_ro import connect_ro, epoch_seconds, reading, table_columns
 
 HOST = "openclaw"
+SELF_SESSION_VAR = None  # the wrapper names the run's session itself (BRIDGE_SESSION_PREFIX)
 DB_RELPATH = ("agent", "openclaw-agent.sqlite")
 # The session ids memwiki's scheduled OpenClaw runs use: the wrapper passes one per run,
 # this prefix plus a timestamp and its process id (the invocation names it, not a transcript).
@@ -88,7 +89,7 @@ class Source(JsonlSource):
 
     def list_sessions(self) -> list[SessionRef]:
         """Database sessions and legacy JSONL sessions of every agent, newest first."""
-        root = self.location
+        root = self.root_dir()
         agents = root / "agents" if root else None
         if agents is None or not agents.is_dir():
             return []
@@ -125,7 +126,7 @@ class Source(JsonlSource):
             # agent:<agentId>:cron:<jobId>:run:<sessionId> — a registered job id claims its runs.
             if len(parts) >= 4 and parts[0] == "agent" and parts[2] == "cron":
                 aliases.append(f"cron:{parts[3]}")
-            gen = gens.get(sid, 0)
+            gen = gens.get(sid, "")
             refs.append(
                 SessionRef(
                     self.host,
@@ -145,22 +146,40 @@ class Source(JsonlSource):
             return super().read(ref, entry)
         raw_sid = ref.session_id.split("/", 1)[1]
         entry = entry or {}
-        with connect_ro(ref.path) as conn:
-            gen = _generations(conn).get(raw_sid, 0)
-            pos = int(entry.get("pos", 0)) if entry.get("generation", 0) == gen else 0
+        with reading(ref.path) as conn:
+            gen = _generations(conn).get(raw_sid, "")
+            same = str(entry.get("generation", "")) == gen or (
+                entry.get("generation") in (0, None) and gen == ""
+            )
+            # seq starts at 0 (the session header): "nothing read yet" is -1.
+            pos = int(entry.get("pos", -1)) if same else -1
+            zstd = "event_zstd" in table_columns(conn, "transcript_events")
             rows = conn.execute(
-                "SELECT seq, event_json FROM transcript_events WHERE session_id = ? AND seq > ?"
-                " ORDER BY seq",
+                "SELECT seq, event_json, "
+                + ("event_zstd" if zstd else "NULL")
+                + " FROM transcript_events WHERE session_id = ? AND seq > ? ORDER BY seq",
                 (raw_sid, pos),
             ).fetchall()
+        records: list[Any] = []
+        bad: list[str] = []
+        last = pos
+        for seq, text, packed in rows:
+            if not isinstance(seq, int):
+                continue  # a damaged row: seq is the cursor, so it cannot be a position
+            event = text if text is not None else _unpack(packed)
+            if event is None:
+                bad.append(f"seq {seq}: event_json is NULL and event_zstd does not decode")
+                break  # the cursor stays before it: the next read tries again
+            records.append(event)
+            last = seq
         cursor = {
-            "pos": max([pos, *(r[0] for r in rows)]),
+            "pos": last,
             "generation": gen,
-            "sig": ref.signature,
+            "sig": ref.signature if not bad else f"{ref.signature}:partial",
             "session_id": ref.session_id,
             "path": str(ref.path),
         }
-        return ReadResult(records=[r[1] for r in rows if r[1]], cursor=cursor)
+        return ReadResult(records=records, cursor=cursor, undecodable=bad)
 
     # The module-level functions are the reader's rules; tests call them directly too.
     classify = staticmethod(classify)
@@ -172,11 +191,24 @@ def _bridge_alias(sid: str) -> list[str]:
     return [BRIDGE_SESSION_ID] if sid.startswith(BRIDGE_SESSION_PREFIX) else []
 
 
-def _generations(conn: sqlite3.Connection) -> dict[Any, int]:
+def _unpack(packed: Any) -> str | None:
+    """An event stored compressed (events of about 1 KB and more), or None if it won't decode."""
+    if not isinstance(packed, bytes):
+        return None
+    import zstandard  # only OpenClaw stores need it
+
+    try:
+        return zstandard.ZstdDecompressor().decompress(packed).decode("utf-8")
+    except (zstandard.ZstdError, UnicodeDecodeError):
+        return None
+
+
+def _generations(conn: sqlite3.Connection) -> dict[Any, str]:
+    # generation is TEXT holding an opaque id (a hex string in 2026.9): compared, never parsed.
     if "generation" not in table_columns(conn, "transcript_rewrite_watermarks"):
         return {}
     return {
-        sid: int(gen or 0)
+        sid: "" if gen is None else str(gen)
         for sid, gen in conn.execute(
             "SELECT session_id, generation FROM transcript_rewrite_watermarks"
         )

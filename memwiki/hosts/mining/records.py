@@ -51,9 +51,7 @@ def block_types(content: Any) -> set[str]:
     """The block types in a content list (empty for anything that is not a list)."""
     if not isinstance(content, list):
         return set()
-    return {
-        b.get("type") for b in content if isinstance(b, dict) and isinstance(b.get("type"), str)
-    }
+    return {b["type"] for b in content if isinstance(b, dict) and isinstance(b.get("type"), str)}
 
 
 def classify_blocks(content: Any, is_meta: bool = False) -> Verdict:

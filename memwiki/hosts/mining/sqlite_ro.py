@@ -8,6 +8,8 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
+from ...errors import StorageError
+
 # Short, so that a reader facing a rollback-journal writer's commit gives up quickly.
 BUSY_TIMEOUT_S = 2.0
 
@@ -21,14 +23,30 @@ def ro_uri(path: Path) -> str:
 def connect_ro(path: Path) -> Iterator[sqlite3.Connection]:
     """A short-lived read-only connection (closed on exit so no read lock lingers)."""
     conn = sqlite3.connect(ro_uri(path), uri=True, timeout=BUSY_TIMEOUT_S)
+    # A damaged page or a host bug can leave bytes that are not UTF-8 in a TEXT column:
+    # read them with replacement characters rather than fail on the whole database.
+    conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
     with closing(conn):
         conn.execute("PRAGMA query_only = ON")
         yield conn
 
 
+@contextmanager
+def reading(path: Path) -> Iterator[sqlite3.Connection]:
+    """connect_ro for reading a stream: a database that fails mid-read is one StorageError."""
+    try:
+        with connect_ro(path) as conn:
+            yield conn
+    except sqlite3.Error as exc:
+        raise StorageError(f"{path}: cannot read the database: {exc}") from None
+
+
 def table_columns(conn: sqlite3.Connection, table: str) -> set[str]:
     """The column names of a table (empty when the table does not exist)."""
-    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+    try:
+        return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+    except UnicodeDecodeError:  # a damaged schema: report it as the damaged database it is
+        raise sqlite3.DatabaseError("database schema is not valid UTF-8") from None
 
 
 def epoch_seconds(value: object) -> float:

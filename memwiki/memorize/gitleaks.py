@@ -1,0 +1,197 @@
+"""Provider token formats from the gitleaks rule set, vendored as data (rules/gitleaks.toml).
+
+Why gitleaks as data rather than a dependency such as Yelp's detect-secrets: gitleaks
+keeps ~220 provider rules (detect-secrets has 27 plugins), each with keywords that let a
+scanner skip a rule without running its regex, and the file is plain TOML that Python
+reads with tomllib, so there is nothing to install. detect-secrets measured 0.13 s to
+import and ~460 µs a line to scan, with thousands of high-entropy findings on ordinary
+code. The rules are MIT-licensed; rules/LICENSE-gitleaks carries the notice.
+
+The file is Go RE2 syntax; `_to_python` translates the few constructs Python's `re`
+spells differently. A rule is compiled the first time one of its keywords appears.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+RULES_FILE = Path(__file__).with_name("rules") / "gitleaks.toml"
+# Rules left out, with the reason: they are about files rather than text, or better
+# served by the class rules in scrub_rules (which know about code and placeholders).
+SKIPPED = {
+    "pkcs12-file",  # a path rule, no regex
+    "generic-api-key",  # replaced by the key/value rules of scrub_rules
+    "private-key",  # scrub_rules.private_key_blocks handles every framing, escaped too
+}
+
+
+@dataclass
+class _Allow:
+    regexes: list[re.Pattern[str]]
+    stopwords: tuple[str, ...]
+    target: str  # "secret", "match" or "line"
+    all_of: bool  # condition AND: every given check must hold
+
+
+@dataclass
+class Rule:
+    """One gitleaks rule, compiled on first use."""
+
+    id: str
+    source: str
+    keywords: tuple[str, ...]
+    entropy: float
+    group: int
+    allows: list[_Allow] = field(default_factory=list)
+    _compiled: re.Pattern[str] | None = None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """The compiled regex."""
+        if self._compiled is None:
+            self._compiled = _compile(self.source)
+        return self._compiled
+
+
+def _close_of(rx: str, start: int) -> int:
+    """Index of the ')' that closes the group enclosing position start (len(rx) if none)."""
+    depth, i, in_class = 0, start, False
+    while i < len(rx):
+        c = rx[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if rx[i + 1 : i + 2] == "]" or rx[i + 1 : i + 3] == "^]":
+                i += 2 if rx[i + 1] == "]" else 3
+                continue
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            if depth == 0:
+                return i
+            depth -= 1
+        i += 1
+    return len(rx)
+
+
+def _to_python(rx: str) -> str:
+    """Go RE2 -> Python re: mid-pattern flags become scoped groups, \\z and POSIX classes."""
+    rx = rx.replace(r"\z", r"\Z").replace("[[:alnum:]]", "[A-Za-z0-9]")
+    # RE2 lets `(?i)` switch a flag on for the rest of the enclosing group; Python only
+    # allows global flags at the start, so wrap the rest of that group in `(?i:...)`.
+    while True:
+        m = re.search(r"(?<!^)(?<!\\)\(\?([a-z]+)\)", rx)
+        if m is None:
+            return rx
+        close = _close_of(rx, m.end())
+        rx = rx[: m.start()] + f"(?{m.group(1)}:" + rx[m.end() : close] + ")" + rx[close:]
+
+
+def _compile(rx: str) -> re.Pattern[str]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # "possible nested set" in a few rules
+        return re.compile(_to_python(rx), re.ASCII)
+
+
+def _allow_from(raw: dict) -> _Allow | None:
+    if raw.get("paths") and not raw.get("regexes") and not raw.get("stopwords"):
+        return None  # only about file paths: a transcript has none
+    return _Allow(
+        regexes=[_compile(r) for r in raw.get("regexes", [])],
+        stopwords=tuple(w.lower() for w in raw.get("stopwords", [])),
+        target=raw.get("regexTarget", "secret"),
+        all_of=raw.get("condition", "OR").upper() == "AND" and not raw.get("paths"),
+    )
+
+
+@cache
+def rules() -> tuple[list[Rule], _Allow]:
+    """Every usable rule and the global allowlist, parsed once per process."""
+    with RULES_FILE.open("rb") as fh:
+        doc = tomllib.load(fh)
+    out = []
+    for raw in doc["rules"]:
+        if raw["id"] in SKIPPED or "regex" not in raw:
+            continue
+        allows = [a for a in map(_allow_from, raw.get("allowlists", [])) if a is not None]
+        out.append(
+            Rule(
+                id=raw["id"],
+                source=raw["regex"],
+                keywords=tuple(k.lower() for k in raw.get("keywords", [])),
+                entropy=float(raw.get("entropy", 0.0)),
+                group=int(raw.get("secretGroup", 0)),
+                allows=allows,
+            )
+        )
+    glob = doc.get("allowlist", {})
+    return out, _Allow(
+        regexes=[_compile(r) for r in glob.get("regexes", [])],
+        stopwords=tuple(w.lower() for w in glob.get("stopwords", [])),
+        target="secret",
+        all_of=False,
+    )
+
+
+def shannon(value: str) -> float:
+    """Shannon entropy of value in bits per character."""
+    if not value:
+        return 0.0
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+def _allowed(allow: _Allow, secret: str, match: str, line: str) -> bool:
+    target = {"secret": secret, "match": match, "line": line}.get(allow.target, secret)
+    checks = []
+    if allow.regexes:
+        checks.append(any(rx.search(target) for rx in allow.regexes))
+    if allow.stopwords:
+        low = secret.lower()
+        checks.append(any(w in low for w in allow.stopwords))
+    if not checks:
+        return False
+    return all(checks) if allow.all_of else any(checks)
+
+
+def _line_of(text: str, start: int, end: int) -> str:
+    a = text.rfind("\n", 0, start) + 1
+    b = text.find("\n", end)
+    return text[a : b if b >= 0 else len(text)]
+
+
+def find(text: str, low: str | None = None) -> list[tuple[int, int, str]]:
+    """(start, end, rule id) of every provider secret gitleaks' rules find in text."""
+    all_rules, glob = rules()
+    low = text.lower() if low is None else low
+    found: list[tuple[int, int, str]] = []
+    for rule in all_rules:
+        if rule.keywords and not any(k in low for k in rule.keywords):
+            continue
+        for m in rule.pattern.finditer(text):
+            group = rule.group or next(
+                (i for i in range(1, (m.re.groups or 0) + 1) if m.group(i)), 0
+            )
+            secret = m.group(group)
+            if not secret:
+                continue
+            if rule.entropy and shannon(secret) <= rule.entropy:
+                continue
+            line = _line_of(text, m.start(), m.end())
+            if _allowed(glob, secret, m.group(0), line) or any(
+                _allowed(a, secret, m.group(0), line) for a in rule.allows
+            ):
+                continue
+            found.append((m.start(group), m.end(group), rule.id))
+    return found

@@ -1,0 +1,219 @@
+"""Secret classes the provider rules cannot know: where a value sits says it is a secret.
+
+Key/value assignments (env, shell, JSON, YAML, INI, XML, connection strings), CLI
+password flags, credentials in URLs, netrc/pgpass/htpasswd lines, private key blocks in
+every framing, and high-entropy values in assignment positions. Each rule also knows
+what code about a secret looks like (`password: str`, `token = os.getenv(...)`), so that
+code, hashes, ids and prose survive.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
+
+from .scrub_values import (
+    STRONG,
+    assignment_secret,
+    hex_key,
+    key_strength,
+    looks_random,
+    passwordish,
+    value_is_code,
+)
+
+Span = tuple[int, int, str]
+
+# ---------------------------------------------------------------- rules
+
+_VALUE = (
+    r"(?P<val>\"(?:[^\"\\\n]|\\[^\"\n])*\"|\\\"(?:[^\"\\\n]|\\(?!\"))*\\\"|'[^'\n]*'"
+    r"|`[^`\n]*`|<[^<>\n]*>|[^\s\"'`,;]+)"
+)
+_ASSIGNMENT = re.compile(
+    r"(?<![A-Za-z0-9_.\-])(?P<q>\\?[\"']?)(?P<key>[$@]?[A-Za-z_][A-Za-z0-9_.\-]*)(?P=q)"
+    r"(?P<sep>[ \t]*(?::=|=>|\?=|=|:)[ \t]*)" + _VALUE
+)
+_XML = re.compile(
+    r"(?i)<(?P<key>[\w.:-]*(?:password|passwd|secret|token|api[-_]?key|apikey|passphrase"
+    r"|access[-_]?key|secret[-_]?key|private[-_]?key))>\s*(?P<val>[^<\s][^<]{0,1000}?)\s*</(?P=key)>"
+)
+
+
+def _unquote(val: str) -> tuple[int, int, bool]:
+    """(offset, length) of the value inside its quotes, and whether it was bare."""
+    for q in ('\\"', '"', "'", "`"):
+        if len(val) >= 2 * len(q) and val.startswith(q) and val.endswith(q):
+            return len(q), len(val) - 2 * len(q), False
+    inner = val.rstrip(")]}>:;")  # `login(username: str, password: str):` the '):' is code
+    return 0, len(inner), True
+
+
+def _assignments(text: str) -> Iterator[Span]:
+    pos = 0
+    while (m := _ASSIGNMENT.search(text, pos)) is not None:
+        # A value that is no secret may hold the next pair (`format=csv&token=…`,
+        # `$env:API_TOKEN = …`): search again from inside it, not after it.
+        pos = m.start("val")
+        if m.group("val").startswith("//") or (
+            m.group("key")[0] == "$" and "=" not in m.group("sep")
+        ):
+            continue  # `https://…` is a URL and `$PWD:/app` an expansion, not assignments
+        off, n, bare = _unquote(m.group("val"))
+        start = m.start("val") + off
+        value = text[start : start + n]
+        typed = m.group("sep").strip() == ":"
+        if assignment_secret(m.group("key"), value, bare, text[m.end() : m.end() + 3], typed):
+            yield start, start + n, "secret-assignment"
+            pos = m.end()
+    for m in _XML.finditer(text):
+        if not value_is_code(m.group("val"), False):
+            yield m.start("val"), m.end("val"), "secret-assignment"
+
+
+_PEM = (
+    r"-{3,5} ?BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)? ?-{3,5}"
+    r"(?:[\s\S]{0,20000}?-{3,5} ?END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)? ?-{3,5}"
+    # unterminated (a truncated paste): the header lines and the base64 body, with real
+    # or JSON-escaped (\n, \\n) line breaks
+    r"|(?:(?:[ \t]*(?:\r?\n|(?:\\{1,2}r)?\\{1,2}n)|[ \t]+)[ \t]*(?:[A-Za-z0-9+/=]+|[A-Za-z\-]+:[^\n\\]*))*)"
+)
+_CMD_FLAGS = (
+    # command, the flag that takes the password (value attached or after a space), keywords
+    (r"sshpass", r"-p\s*", ("sshpass",)),
+    (r"(?:docker|podman|nerdctl|buildah|skopeo|oras|helm(?:\s+registry)?)\s+login", r"-p\s+",
+     ("login",)),
+    (r"mongo(?:sh|dump|restore|import|export|stat|top)?", r"-p\s+", ("mongo",)),
+    (r"redis-cli", r"-a\s+", ("redis-cli",)),
+    (r"(?:sqlcmd|bcp)", r"-P\s+", ("sqlcmd", "bcp")),
+    (r"ldap\w+", r"-w\s+", ("ldap",)),
+    (r"(?:zip|unzip)", r"-P\s+", ("zip",)),
+    (r"(?:7z|7za|rar|unrar)", r"-p", ("7z", "rar")),
+    (r"(?:mysql\w*|mariadb\w*)", r"-p", ("mysql", "mariadb")),
+    (r"(?:htpasswd)", r"-b\w*\s+\S+\s+\S+\s+", ("htpasswd",)),
+    (r"(?:smbclient|rpcclient|net\s+rpc)", r"-U\s*\S+?%", ("smbclient", "rpc")),
+    (r"(?:az\s+login|az\s+ad\s+sp)", r"-p\s+", ("az ",)),
+    (r"net\s+use", r"/user:\S+\s+", ("net ",)),
+)  # fmt: skip
+_FLAG_VALUE = r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"'][^\s\"']*)"
+_LONG_FLAG = re.compile(
+    r"(?<![\w-])(?i:--?(?:[a-z0-9]+[-_])*(?:password|passwd|pass|passphrase|token|secret|"
+    r"api-?key|apikey|access-?key|secret-?key|auth-?token|storepass|keypass|pwd|"
+    r"client-secret|sas))(?:=|[ \t]+)" + _FLAG_VALUE
+)
+_FLAG_PROSE = re.compile(r"(?i)^(?:flag|option|argument|parameter|is|or|and|to|the|with|for|of)$")
+
+
+def _flag_value_ok(value: str, m: re.Match[str] | None = None) -> bool:
+    v = value.strip("\"'")
+    if v.startswith("-") or value_is_code(v, value[:1] not in "\"'") or _FLAG_PROSE.match(v):
+        return False
+    return not (re.fullmatch(r"[~.]?/[\w./-]*|[\w-]+\.(?:txt|pem|key|json|env|file)", v))
+
+
+Check = Callable[[str, re.Match[str]], bool]
+
+
+class _Rule(NamedTuple):
+    pattern: re.Pattern[str]
+    kind: str
+    group: int  # the group holding the secret; 0 = the first group that matched
+    ok: Check | None  # a last look at the value (and the match)
+    keys: tuple[str, ...]  # lower-case words one of which must be in the text; () = always
+
+
+def _rx(
+    pattern: str, kind: str, group: int = 0, ok: Check | None = None, keys: tuple[str, ...] = ()
+) -> _Rule:
+    return _Rule(re.compile(pattern), kind, group, ok, keys)
+
+
+def _pem_b64_private(value: str, m: re.Match[str] | None = None) -> bool:
+    try:
+        raw = base64.b64decode(value + "=" * (-len(value) % 4))
+    except (binascii.Error, ValueError):
+        return False
+    return b"PRIVATE KEY" in raw
+
+
+# Multi-line blocks: run on the whole text, never on a window that could cut one.
+_BLOCK_RULES = [
+    _rx(_PEM, "private-key", 0, None, ("private key",)),
+    _rx(r"PuTTY-User-Key-File-\d+:[^\n]*(?:\r?\n[^\n]*){0,40}?Private-MAC: *[0-9a-fA-F]+",
+        "private-key", 0, None, ("putty",)),
+    _rx(r"LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}={0,2}", "private-key", 0, _pem_b64_private,
+        ("ls0tls1crudjti",)),
+    _rx(r"\bAGE-SECRET-KEY-1[0-9A-Z]{50,}", "private-key", 0, None, ("age-secret-key",)),
+]  # fmt: skip
+_CLASS_RULES = [
+    _rx(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\"'<>]*:([^\s@/\"'<>]+)@", "url-password", 1,
+        lambda v, m: not value_is_code(v, False), ("://",)),
+    _rx(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://([A-Za-z0-9_\-]{20,})@", "url-password", 1,
+        lambda v, m: looks_random(v, 20) or hex_key(v), ("://",)),
+    _rx(r"(?i:\bbearer)\s+(?=[A-Za-z0-9._~+/\-]*[0-9])([A-Za-z0-9._~+/\-]{16,}=*)",
+        "bearer-token", 1, None, ("bearer",)),
+    _rx(r"(?i:\b(?:proxy-)?authorization)[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z][\w-]*\s+)?"
+        r"([A-Za-z0-9._~+/=:\-]{8,})", "auth-header", 1,
+        lambda v, m: not value_is_code(v, False) and v.lower() not in ("bearer", "basic"),
+        ("authorization",)),
+    _rx(r"(?<![\w-])(?:-u|--user|--proxy-user|--basic-auth)(?:=|[ \t]+)[\"']?[^\s\"':]+:"
+        r"([^\s\"']+)", "cli-password", 1,
+        lambda v, m: not v.isdigit() and not value_is_code(v, False),
+        ("-u", "-user", "--basic-auth")),
+    *(
+        _rx(rf"\b{cmd}\b[^\n|;&]*?(?<=\s){flag}{_FLAG_VALUE}", "cli-password", 1,
+            _flag_value_ok, keys)
+        for cmd, flag, keys in _CMD_FLAGS
+    ),
+    _rx(r"(?<![\w-])-pass(?:in|out)?\s+pass:(\S+)", "cli-password", 1, None, ("-pass",)),
+    _rx(_LONG_FLAG.pattern, "secret-flag", 1, _flag_value_ok,
+        ("pass", "token", "secret", "key", "pwd", "sas")),
+    _rx(r"(?im)\b(?:login|user)\s+\S+\s+password\s+(\S+)|^\s*password\s+(\S+)\s*$", "netrc",
+        0, None, ("password",)),
+    _rx(r"(?m)^[^:\s#]+:(?:\d+|\*):[^:\s]+:[^:\s]+:([^\s:]{3,})[ \t]*$", "pgpass", 1),
+    _rx(r"\$(?:2[abxy]?|1|5|6|apr1|y|argon2i?d?)\$[^\s:\"',;]{20,}", "password-hash", 0, None,
+        ("$",)),
+    _rx(r"(?i)\b(?:identified\s+(?:with\s+\w+\s+)?by|password)\s+'([^'\n]{3,})'",
+        "sql-password", 1, lambda v, m: not value_is_code(v, False), ("identified", "password")),
+    # `the password is Hunter2!` in prose: only values that look like passwords
+    _rx(r"(?i:\b(?:password|passphrase|passwd|pwd|passcode|pin|token|secret|api[ _-]?key)"
+        r"\s+(?:(?:is|was|will be|of)\s+)?)[`'\"]?([^\s`'\"]{6,})", "secret-in-prose", 1,
+        lambda v, m: passwordish(v.rstrip(".,;:!?)")) and not value_is_code(v, True),
+        ("pass", "pwd", "pin", "token", "secret", "key")),
+    # env lists: `- name: DB_PASSWORD` followed by `value: …` (Kubernetes, ECS, Compose)
+    _rx(r"(?i:\bname)[\"']?\s*[:=]\s*[\"']?([A-Za-z_][\w.-]*)[\"']?\s*,?\s*\n?\s*(?:-\s*)?"
+        r"(?i:[\"']?value)[\"']?\s*[:=]\s*[\"']?([^\s\"']{3,})", "secret-assignment", 2,
+        lambda v, m: key_strength(m.group(1)) == STRONG and not value_is_code(v, False),
+        ("value",)),
+    # prefix + random body: whsec_…, sk_live_…, dop_v1_…, the shape most providers use
+    _rx(r"\b(?!(?i:sha|md|h|utf|crc)\d)[A-Za-z][A-Za-z0-9]{1,11}(?:_[A-Za-z0-9]{1,8}){0,2}[_-]"
+        r"([A-Za-z0-9_-]{24,})\b",
+        "prefixed-token", 0,
+        lambda v, m: looks_random(v, 20) and max(map(len, re.split("[_-]", v))) >= 12),
+]  # fmt: skip
+
+
+def _run(rules: list[_Rule], text: str, low: str) -> Iterator[Span]:
+    for pattern, kind, group, ok, keys in rules:
+        if keys and not any(k in low for k in keys):
+            continue
+        for m in pattern.finditer(text):
+            g = group or next((i for i in range(1, pattern.groups + 1) if m.group(i)), 0)
+            value = m.group(g)
+            if value and (ok is None or ok(value, m)):
+                yield m.start(g), m.end(g), kind
+
+
+def find_blocks(text: str) -> list[Span]:
+    """(start, end, kind) of every private key block in text (run on the whole text)."""
+    return list(_run(_BLOCK_RULES, text, text.lower()))
+
+
+def find(text: str, low: str | None = None) -> list[Span]:
+    """(start, end, kind) of every secret the line-sized class rules find in text."""
+    out = list(_run(_CLASS_RULES, text, text.lower() if low is None else low))
+    out.extend(_assignments(text))
+    return out

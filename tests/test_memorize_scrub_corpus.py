@@ -1,0 +1,93 @@
+"""The scrubber on its corpora: recall over many secret formats, ordinary lines untouched."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+import scrub_corpus
+
+from memwiki.memorize import transcripts
+from memwiki.memorize.schema import parse_session
+from memwiki.memorize.scrub import ScrubbedSession, scrub_session, scrub_text, scrub_value
+
+
+def test_recall_and_benign_lines_meet_the_targets():
+    result = scrub_corpus.measure(scrub_text)
+    assert result["formats"] >= 60 and result["samples"] >= 300
+    assert result["benign_lines"] >= 300
+    assert result["recall"] >= 0.98, result["missed"]
+    assert result["benign_intact"] >= 0.99, result["changed"]
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("STRIPE_WEBHOOK_SECRET is whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "MfKQ9r8GKYqrTwjUPD8I"),
+        ("PGPASSWORD=Vx7!kQ2mZp psql -h db -U app", "Vx7!kQ2mZp"),
+        ("redis://:q8Zr2LmX0pWv7KtN@cache:6379/0", "q8Zr2LmX0pWv7KtN"),
+        ("mysql -u root -pHk3zQ9mL2x billing", "Hk3zQ9mL2x"),
+        ("curl -u dana:Rb7kQ2mZx https://api.example.com", "Rb7kQ2mZx"),
+        ('{"auths": {"ghcr.io": {"auth": "ZGFuYTpSYjdrUTJtWng="}}}', "ZGFuYTpSYjdrUTJtWng="),
+        ('{"value": "Jk2mPq8zLx4vNt7YbC1dEf9gH3"}', "Jk2mPq8zLx4vNt7YbC1dEf9gH3"),
+        ("--password 'S3cr3t pass'", "S3cr3t pass"),
+        ("export API_TOKEN=Zx9kLm2QpR7vT4wY", "Zx9kLm2QpR7vT4wY"),
+        ('"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n-----END PRIVATE KEY-----\\n"',
+         "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"),
+        ("machine api.example.com login dana password Qw8zLm2Px4", "Qw8zLm2Px4"),
+    ],
+)  # fmt: skip
+def test_the_issue_examples_are_caught(text, secret):
+    assert secret not in scrub_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "def login(username: str, password: str):",
+        "export async function login(username: string, password: string): Promise<User> {",
+        "fn login(username: &str, password: &str) -> Result<Session, Error> {",
+        "image: ghcr.io/x/api@sha256:4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945",
+        '"integrity": "sha512-5mhCkz1yKyq0ffv9p1K3lxvUPgsV+9nYvR0sT7nBtlqLz8uLoQo9QkRrJcJYjUGx2mB6Y0BQf6qfXr9F7cY3VQ=="',
+        "golang.org/x/text v0.14.0 h1:ScX5w1eTa3QqT8oi6+ziP7dTV1S2+ALU0bI+0zXKWiQ=",
+        '{"image": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"}',
+        '{"commit": "3f786850e387550fdab836ed7e6dc881de23001b", "id": "123e4567-e89b-12d3-a456-426614174000"}',
+        "Password: required when the account has no SSO.",
+    ],
+)  # fmt: skip
+def test_code_hashes_and_prose_are_left_alone(text):
+    assert scrub_text(text) == text
+
+
+def test_tool_arguments_and_outputs_are_scrubbed_like_messages():
+    counts: Counter[str] = Counter()
+    items = [
+        {"type": "message", "role": "user", "content": "deploy with DB_PASSWORD=Vx7!kQ2mZp"},
+        {"type": "tool_call", "name": "bash",
+         "arguments": {"cmd": "mysql -uroot -pHk3zQ9mL2x", "env": {"AUTH": "ZGFuYTpSYjdrUTJt"}}},
+        {"type": "tool_result", "name": "bash",
+         "content": json.dumps({"stdout": "redis://:q8Zr2LmX0pWv7KtN@cache:6379\n"})},
+    ]  # fmt: skip
+    out = json.dumps(scrub_value(items, counts))
+    for secret in ("Vx7!kQ2mZp", "Hk3zQ9mL2x", "ZGFuYTpSYjdrUTJt", "q8Zr2LmX0pWv7KtN"):
+        assert secret not in out
+    assert sum(counts.values()) == 4
+
+
+def _session():
+    doc = {"items": [{"type": "message", "role": "user", "content": "token ghp_" + "a1B2" * 9}]}
+    return parse_session(json.dumps(doc).encode(), "x.json")
+
+
+def test_a_transcript_cannot_be_written_from_an_unscrubbed_session():
+    raw = _session()
+    with pytest.raises(TypeError):
+        transcripts.messages_markdown(raw, 1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        transcripts.full_jsonl(raw)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        ScrubbedSession(raw, object())
+    clean = scrub_session(raw, Counter())
+    assert "ghp_" not in transcripts.full_jsonl(clean)
+    assert "[REDACTED:github-token]" in transcripts.messages_markdown(clean, 1)
