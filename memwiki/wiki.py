@@ -422,10 +422,12 @@ class Wiki:
         self, query: str, *, k: int = 5, track: str | None = None, budget: int = 1500,
         mode: str = "hybrid", project: str | None = None,
         notify: Callable[[str], None] | None = None,
+        deadline: float | None = None, background: bool = False, status: dict | None = None,
     ) -> RetrievalResult:  # fmt: skip
         """Hybrid retrieval (memwiki.index.search); defaults as memwiki.cli.argv.RETRIEVE.
 
         project: the project in scope (a slug; None: no preference), as project.scope gives it.
+        deadline/background/status: progressive answers (memwiki.index.progressive).
         """
         from .index.indexer import print_to_stderr
         from .index.search import retrieve
@@ -433,6 +435,7 @@ class Wiki:
         return retrieve(
             self, query, k=k, track=track, budget=budget, mode=mode, config=self.config,
             project=project, notify=notify or print_to_stderr,
+            deadline=deadline, background=background, status=status,
         )  # fmt: skip
 
 
