@@ -157,7 +157,7 @@ def _finish_update(repo: pygit2.Repository, ref, old: pygit2.Commit, new: pygit2
     for delta in repo.diff(old.tree, new.tree).deltas:
         paths.update((delta.old_file.path, delta.new_file.path))
     for path in paths:
-        allowed = set()
+        allowed: set[str | None] = set()
         for tree in (old.tree, new.tree):
             try:
                 allowed.add(str(tree[path].id))
@@ -270,6 +270,7 @@ def _integrate(wiki, result: SyncResult, tracking: str, upstream: str, checkpoin
     walker.hide(ours.id)
     result.fetched += sum(1 for _ in walker)
     if repo.descendant_of(theirs.id, ours.id):
+        conflicts: list
         target, kind, conflicts = theirs.id, "fast-forward", []
     else:
         target, conflicts = make_merge_commit(

@@ -140,7 +140,7 @@ class Index:
                 return "missing vector matrix"
             # .npy = a small header (a multiple of 64 bytes) + the float32 data; checked by
             # size so that BM25-only reads need not import numpy.
-            data = len(state.rows) * state.embedder["dim"] * 4
+            data = len(state.rows) * state.embedder["dim"] * 4  # type: ignore[index]
             if not data + 64 <= size <= data + 4096:
                 return "vector matrix has the wrong size"
         return None
@@ -152,6 +152,7 @@ class Index:
             signature = (info.st_ino, info.st_mtime_ns, info.st_size)
         except FileNotFoundError:
             return None, "no index yet"
+        state: st.State | None
         if self._loaded is not None and self._loaded[0] == signature:
             state = self._loaded[1]
         else:
@@ -171,6 +172,7 @@ class Index:
         """A fresh, complete index: brought up to date first unless another writer holds it."""
         state, problem = self._load()
         if problem is None:
+            assert state is not None  # no problem means there is a state
             changes, _ = st.scan(self.root, state)
             if not changes and not (need_vectors and self._vectors_wanted(state)):
                 return self._snap(state)
@@ -221,6 +223,7 @@ class Index:
             self.notify(f"index damaged ({problem}); rebuilding it")
         if full or problem:
             return self._build(state, need_vectors)
+        assert state is not None  # no problem means there is a state
         changes, stats = st.scan(self.root, state)
         vectors_wanted = need_vectors and self._vectors_wanted(state)
         if not (changes.changed or changes.deleted or vectors_wanted):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import bm25
 from .indexer import Index, Snapshot, print_to_stderr
@@ -118,9 +119,9 @@ class RetrievalResult:
         return "\n".join(out) + "\n"
 
 
-def rrf(ranked_lists: list[list[str]], k: int = RRF_K) -> dict[str, float]:
+def rrf(ranked_lists: list[list[int]], k: int = RRF_K) -> dict[int, float]:
     """Reciprocal-rank fusion of several ranked id lists."""
-    scores: dict[str, float] = {}
+    scores: dict[int, float] = {}
     for ranked in ranked_lists:
         for rank, item_id in enumerate(ranked):
             scores[item_id] = scores.get(item_id, 0.0) + 1.0 / (k + rank + 1)
@@ -219,7 +220,7 @@ def retrieve(
     fused, scope = scope_to_project(rows, fused, project, query)
     results = _rollup(snap, fused, k)
     _fill_sections(snap, results, fused, budget)
-    facts = {
+    facts: dict[str, Any] = {
         "files": sum(1 for f in snap.state.files.values() if not f.problem),
         "items": len(rows),
         "embedder": snap.state.embedder if used_mode != "bm25" else None,

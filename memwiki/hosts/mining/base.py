@@ -127,7 +127,7 @@ class TranscriptSource(ABC):
 
     def unchanged(self, ref: SessionRef, entry: dict[str, Any] | None) -> bool:
         """True when the stream cannot have grown since the cursor entry was taken."""
-        return bool(entry) and entry.get("sig") == ref.signature
+        return entry is not None and bool(entry) and entry.get("sig") == ref.signature
 
 
 def get_source(host: str, config: Config, session_dir: Path | None = None) -> TranscriptSource:

@@ -57,7 +57,7 @@ def to_items(record: dict[str, Any], verdict: Verdict, ctx: dict[str, Any]) -> l
     """Canonical items: prose as messages, tool blocks as calls/results, thinking left out."""
     msg = record["message"]
     role = msg.get("role") if msg.get("role") in ROLES else record.get("type")
-    items = block_items(role, msg.get("content"), ctx)
+    items = block_items(role, msg.get("content"), ctx)  # type: ignore[arg-type]
     if is_subagent(record):
         items = [_subagent_item(it) for it in items]
     return items

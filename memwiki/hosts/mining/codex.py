@@ -99,7 +99,7 @@ def user_texts(payload: dict[str, Any]) -> list[str]:
         return [t for t in _texts(content) if not is_injected(t)]
     return [
         b["text"]
-        for b, kind in zip(content, kinds, strict=True)
+        for b, kind in zip(content, kinds, strict=True)  # type: ignore[arg-type]
         if isinstance(b, dict)
         and b.get("type") in TEXT_BLOCKS
         and isinstance(b.get("text"), str)
