@@ -18,6 +18,7 @@ SETTINGS: dict[str, tuple[str, str | None]] = {
     "embed": ("MEMWIKI_EMBED", "onnx"),
     "embed_model_dir": ("MEMWIKI_EMBED_MODEL_DIR", None),
     "git_token": ("MEMWIKI_GIT_TOKEN", None),
+    "git_timeout_s": ("MEMWIKI_GIT_TIMEOUT_S", "60"),
     "bridging_run": ("MEMWIKI_BRIDGING_RUN", None),
     "hook_budget_ms": ("MEMWIKI_HOOK_BUDGET_MS", "1500"),
     # `KEY=slug, ...`: a directory prefix or a remote URL mapped to a project (memwiki/project.py)
@@ -40,6 +41,8 @@ HOST_ENV = (
     "PATH",
     "HOME",
     "SSH_AUTH_SOCK",
+    "GIT_SSH_COMMAND",
+    "GIT_SSH",
 )
 
 
@@ -60,6 +63,9 @@ class Config:
     config_file: Path
     host_env: dict[str, str] = field(default_factory=dict)
     home: Path = field(default_factory=Path.home)
+    # The whole environment, for the child processes that must see the user's own set-up
+    # (git and its ssh: agent, proxies, GIT_* settings); memwiki itself reads host_env only.
+    child_env: dict[str, str] = field(default_factory=dict, repr=False)
 
     def get(self, key: str) -> str | None:
         """The resolved value of a setting."""
@@ -85,7 +91,7 @@ class Config:
 
     @property
     def embed(self) -> str:
-        """The embedder setting, normalised: "onnx" or "none" (another value is refused later)."""
+        """The embedder setting, normalised: "onnx", "hash" (the test embedder) or "none"."""
         return (self.get("embed") or "onnx").strip().lower()
 
     @property
@@ -166,7 +172,9 @@ def load(
             value = str(home / "memwiki") if key == "wiki" else default
             settings[key] = Setting(key, value, "default")
     host_env = {k: env[k] for k in HOST_ENV if k in env}
-    return Config(settings=settings, config_file=cfg_path, host_env=host_env, home=home)
+    return Config(
+        settings=settings, config_file=cfg_path, host_env=host_env, home=home, child_env=env
+    )
 
 
 def write_file_setting(config: Config, key: str, value: str) -> Path:

@@ -31,6 +31,10 @@ def run_checks(config) -> list[Check]:
         return [Check("wiki", False, exc.message)]
     checks.append(Check("wiki", True, f"{wiki.root} ({config.settings['wiki'].source})"))
     checks.append(_git(wiki))
+    checks.extend(_git_hygiene(wiki))
+    remote = _remote(wiki, config)
+    if remote is not None:
+        checks.append(remote)
     index, check = _index(wiki, config)
     checks.append(check)
     checks.append(_embedder(index))
@@ -51,6 +55,56 @@ def _git(wiki) -> Check:
         return Check("git", True, detail)
     except Exception as exc:  # anything git says wrong is a broken setup
         return Check("git", False, f"{type(exc).__name__}: {exc}")
+
+
+def _git_hygiene(wiki) -> list[Check]:
+    """Files the .gitignore ignores but git still tracks (sync would keep committing them)."""
+    from .git.repo import tracked_but_ignored
+
+    try:
+        paths = tracked_but_ignored(wiki.repo)
+    except Exception as exc:  # a broken repository is already reported by the git check
+        return [Check("tracked", False, f"{type(exc).__name__}: {exc}")]
+    if not paths:
+        return []
+    shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    return [
+        Check(
+            "tracked",
+            False,
+            f"{len(paths)} ignored file(s) still tracked by git: {shown} "
+            "(`memwiki untrack-ignored` stops tracking them and keeps them on disk)",
+        )
+    ]
+
+
+def _remote(wiki, config) -> Check | None:
+    """One line on the configured remote: reachable, authenticated, branch present."""
+    from .git import network
+    from .git.credentials import redact
+    from .git.remotes import DEFAULT_REMOTE, upstream_branch
+
+    repo = wiki.repo
+    names = list(repo.remotes.names())
+    if not names:
+        return None
+    name = DEFAULT_REMOTE if DEFAULT_REMOTE in names else names[0]
+    url = redact(repo.remotes[name].url or "")
+    branch = "main" if repo.head_is_unborn or repo.head_is_detached else repo.head.shorthand
+    upstream = upstream_branch(repo, branch, name)
+    found = network.ls_remote(repo, name, upstream, config)
+    if not found.ok:
+        return Check("remote", False, f"{name} {url}: {found.detail}")
+    if not found.branch_present:
+        return Check(
+            "remote",
+            True,
+            f"{name} {url}: reachable, authenticated; no branch {upstream} yet "
+            "(the next `memwiki sync` pushes it)",
+        )
+    return Check(
+        "remote", True, f"{name} {url}: reachable, authenticated, branch {upstream} present"
+    )
 
 
 def _index(wiki, config):

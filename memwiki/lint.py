@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from . import markdown
 from . import recallfile as rfmod
+from .git.conflicts import find_conflict_copies
 from .links import broken_links
 from .recallfile import COPY_RE, Problem
 from .recallfile.stream import check_large
@@ -66,6 +67,7 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
                 )
     if wanted is None:
         problems.extend(_stray_files(wiki))
+        problems.extend(_other_conflict_copies(wiki, {p.path for p in problems}))
         problems.extend(outside_symlinks(wiki.root))
     problems.extend(broken_links(wiki, wanted))
     return sorted(problems, key=lambda p: (p.path, p.line))
@@ -89,6 +91,26 @@ def _stray_files(wiki: Wiki) -> list[Problem]:
                     "move it into memory/ or skill/",
                 )
             )
+    return out
+
+
+def _other_conflict_copies(wiki: Wiki, reported: set[str]) -> list[Problem]:
+    """Conflict copies outside the tracks (a README at the root, an app's folder)."""
+    out = []
+    for path in find_conflict_copies(wiki.root):
+        rel = path.relative_to(wiki.root).as_posix()
+        m = COPY_RE.match(path.name)
+        if rel in reported or m is None:
+            continue
+        original = path.with_name(m["stem"] + (m["ext"] or "")).relative_to(wiki.root).as_posix()
+        out.append(
+            Problem(
+                rel,
+                1,
+                f"unresolved conflict copy of {original}: merge what you want to keep into "
+                "that file, then delete this one",
+            )
+        )
     return out
 
 

@@ -169,11 +169,9 @@ class Wiki:
                 keep.parent.mkdir(parents=True, exist_ok=True)
                 keep.write_text("")
                 changed.append(f"{track}/.gitkeep")
-        gi = self.root / ".gitignore"
-        text = gi.read_text(encoding="utf-8") if gi.exists() else ""
-        if GITIGNORE_LINE not in text.splitlines():
-            sep = "" if not text or text.endswith("\n") else "\n"
-            atomic_write_text(gi, text + sep + GITIGNORE_LINE + "\n")
+        from .git.repo import ensure_gitignore
+
+        if ensure_gitignore(self.root):
             changed.append(".gitignore")
         readme = self.root / "README.md"
         if not readme.exists():
@@ -398,10 +396,10 @@ class Wiki:
             oid, changes = gitstore.commit_all(self.repo, message)
         else:
             oid, changes = gitstore.commit_paths(self.repo, paths, message)
-        groups: dict[str, list[str]] = {"created": [], "updated": [], "deleted": []}
-        for c in changes:
-            groups[c.status].append(c.path)
-        return CommitResult(oid, groups["created"], groups["updated"], groups["deleted"])
+        # A rename is its old path deleted and its new path created (the message names it).
+        created = sorted(changes.created + [new for _, new in changes.renamed])
+        deleted = sorted(changes.deleted + [old for old, _ in changes.renamed])
+        return CommitResult(oid, created, changes.updated, deleted)
 
     def log(self, track: str | None = None, name: str | None = None, limit: int = 20):
         """Commits touching the wiki, or one RecallFile, newest first."""
@@ -424,10 +422,12 @@ class Wiki:
         self, query: str, *, k: int = 5, track: str | None = None, budget: int = 1500,
         mode: str = "hybrid", project: str | None = None,
         notify: Callable[[str], None] | None = None,
+        deadline: float | None = None, background: bool = False, status: dict | None = None,
     ) -> RetrievalResult:  # fmt: skip
         """Hybrid retrieval (memwiki.index.search); defaults as memwiki.cli.argv.RETRIEVE.
 
         project: the project in scope (a slug; None: no preference), as project.scope gives it.
+        deadline/background/status: progressive answers (memwiki.index.progressive).
         """
         from .index.indexer import print_to_stderr
         from .index.search import retrieve
@@ -435,6 +435,7 @@ class Wiki:
         return retrieve(
             self, query, k=k, track=track, budget=budget, mode=mode, config=self.config,
             project=project, notify=notify or print_to_stderr,
+            deadline=deadline, background=background, status=status,
         )  # fmt: skip
 
 

@@ -39,6 +39,9 @@ VOLATILE = [
     (re.compile(r"\b[0-9a-f]{7,40}\b"), "<hex>"),
     (re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?"), "<time>"),
     (re.compile(r"\b\d+(\.\d+)? ms\b"), "<n> ms"),
+    # embedding progress lines: rate and time left depend on the machine
+    (re.compile(r"(\d+%), \d+ items/s, about \d+ s left\)"), r"\1, <rate>)"),
+    (re.compile(r"(embedded \d+ items in) \d+(\.\d+)? s"), r"\1 <n> s"),
     # eval's latency columns: the last two numbers of a mode's row.
     (re.compile(r"^((?:bm25|vector|hybrid)\s.*?)\s+\d+\.\d+\s+\d+\.\d+$", re.M), r"\1 <p50> <p95>"),
     (re.compile(r"[ \t]+$", re.M), ""),

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -19,6 +20,8 @@ FIX = Path(__file__).parent / "fixtures" / "hosts"
 CC_SID = "9b1e6c2a-5d3f-4e71-a0c4-2f8d7e6b1a90"
 API_SID = "1c0ffee0-aaaa-4bbb-8ccc-000000000002"
 CODEX_SID = "0197a3c2-7e10-7b55-9f1d-3c6a8e2b4d10"
+
+MEMWIKI_EXE = str(Path(sys.executable).parent / "memwiki")
 
 
 @pytest.fixture(autouse=True)
@@ -116,7 +119,10 @@ def test_end_to_end_logs_to_hook_context(
     install_logs(isolated_env, host)
     data = prepare_json(run_memwiki, wiki, host)
     assert not data["nothing_new"] and data["jobs"] and data["sessions"]
-    assert data["next_command"] == f"memwiki --wiki {wiki.root} bridge commit --host {host} --json"
+    # memwiki by its absolute path: the scheduled agent's login shell may not have its venv.
+    assert data["next_command"] == (
+        f"{MEMWIKI_EXE} --wiki {wiki.root} bridge commit --host {host} --json"
+    )
     assert all(t["source_id"].startswith(f"{host}:") for t in data["transcripts"])
     assert (state_dir(wiki, host) / PENDING_FILE).is_file()
     written = execute(data["executor_prompt"])
@@ -380,7 +386,7 @@ def test_library_calls_match_the_cli(wiki, isolated_env):
     cfg = load({"wiki": str(wiki.root)})
     prepared = bridge_prepare(wiki, "codex", cfg)
     assert prepared.run_id and {s["session_id"] for s in prepared.sessions} >= {CODEX_SID}
-    assert prepared.to_dict()["next_command"] == "memwiki bridge commit --host codex --json"
+    assert prepared.to_dict()["next_command"] == f"{MEMWIKI_EXE} bridge commit --host codex --json"
     execute(prepared.to_dict()["executor_prompt"])
     calls = []
     committed = bridge_commit(wiki, "codex", cfg, reindex=lambda: calls.append(1))

@@ -109,7 +109,7 @@ def test_timeout_answers_within_the_budget(tmp_path):
     result = run_claude_code_hook(HOOK_INPUT, cfg, sleeping, 0.3, hook_log_path(cfg))
     elapsed = time.monotonic() - started
     assert result == (0, "")
-    assert 0.25 < elapsed < 1.5
+    assert 0.2 < elapsed < 1.5  # the budget less the margin kept for writing and leaving
     assert "timeout" in log_lines(cfg)[0]
 
 

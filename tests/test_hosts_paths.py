@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 from memwiki.config import load
-from memwiki.hosts.integrate import claude_settings, executable, inject, schedule
+from memwiki.hosts import executable
+from memwiki.hosts.integrate import claude_settings, inject, schedule
 from memwiki.hosts.integrate.detect import host_status
 
 VENV_MEMWIKI = Path(sys.executable).parent / "memwiki"

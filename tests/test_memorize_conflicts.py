@@ -132,11 +132,14 @@ def test_labels_must_be_slugs(tmp_path):
         resolve_conflicts(repo, pygit2.Index(), "../x")
 
 
-def test_find_conflict_copies_skips_dot_folders(tmp_path):
+def test_find_conflict_copies_finds_them_anywhere_but_git_and_the_sidecar(tmp_path):
     for rel in [
         "memory/a.conflict-remote-abcdef1.md",
         "skill/b.conflict-run-20261102-101400-a1b2c3-0123456789ab.md",
         ".obsidian/c.conflict-remote-abcdef1.md",
+        ".git/e.conflict-remote-abcdef1.md",
+        ".memwiki/f.conflict-remote-abcdef1.md",
+        "README.conflict-remote-abcdef1.md",
         "memory/plain.md",
         "memory/d.conflict-notalabel.md",
     ]:
@@ -144,6 +147,8 @@ def test_find_conflict_copies_skips_dot_folders(tmp_path):
         (tmp_path / rel).write_text("x")
     found = [p.relative_to(tmp_path).as_posix() for p in find_conflict_copies(tmp_path)]
     assert found == [
+        ".obsidian/c.conflict-remote-abcdef1.md",
+        "README.conflict-remote-abcdef1.md",
         "memory/a.conflict-remote-abcdef1.md",
         "skill/b.conflict-run-20261102-101400-a1b2c3-0123456789ab.md",
     ]

@@ -330,3 +330,24 @@ def test_scope_is_a_no_op_without_project_keys(scores, project, query):
     ]
     fused = dict(enumerate(scores))
     assert scope_to_project(rows, fused, project, query) == (fused, [])
+
+
+def test_demo_wiki_shows_two_projects():
+    from memwiki import recallfile as rf
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    seen: dict[str, int] = {}
+    for path in sorted((examples / "demo-wiki").rglob("*.md")):
+        track = path.relative_to(examples / "demo-wiki").parts[0]
+        parsed = rf.read(path, track)
+        for slug in pj.file_projects(parsed.extra, track, path.stem):
+            seen[slug] = seen.get(slug, 0) + 1
+    assert set(seen) == {"billing", "gridview"} and seen["billing"] >= 5
+    for slug in ("billing", "gridview"):
+        parsed = rf.read(examples / "demo-projects" / "project" / f"{slug}.md", "project")
+        assert pj.file_projects(parsed.extra, "project", slug) == (slug,)
+        assert "## Resources" in parsed.body
+        text = (examples / "demo-projects" / "project" / f"{slug}.md").read_text()
+        from memwiki.memorize.resources import project_file_entries
+
+        assert len(project_file_entries(text)) >= 4

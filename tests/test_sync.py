@@ -524,11 +524,12 @@ def test_a_half_done_update_is_finished_or_its_files_kept(tmp_path, person_edite
     syncmod.sync(b, load())
     # A sync of A died half-way through its checkout of B's commit: only shared.md written.
     old = head(a.root)
-    syncmod.fetch(a.repo.remotes["origin"], load())
+    syncmod.fetch(a.repo, "origin", load())
     new = gitcli(a.root, "rev-parse", "origin/main").strip()
     a.sidecar.mkdir(exist_ok=True)
     update = {"ref": "refs/heads/main", "old": old, "new": new}
-    (a.sidecar / "sync.json").write_text(json.dumps({"started": time.time(), "update": update}))
+    (a.sidecar / "sync.json").write_text(json.dumps({"started": time.time()}))
+    (a.sidecar / "update.json").write_text(json.dumps(update))  # memwiki/git/update.py
     text = "zero\nhalf-typed by a person\n" if person_edited else "zero\none from B\n"
     write(a.root, "memory/shared.md", recall("shared", text))
     result = syncmod.sync(a, load())

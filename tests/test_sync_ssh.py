@@ -1,5 +1,10 @@
 """Sync against real servers on loopback: sshd (agent, key file, wrong key) and smart HTTP.
 
+The SSH tests here exercise the fallback for machines without the `git` command: memwiki
+then transfers through libgit2, which reads $HOME/.ssh (the tests run it with a PATH that
+has no git). With git installed, network operations go through it: those tests, with a
+~/.ssh/config alias and a dedicated user, are in test_sync_transport.py.
+
 The sshd runs as this test's own user with keys generated into tmp_path; the HTTP server
 wraps `git http-backend` behind Basic authentication. Nothing leaves 127.0.0.1.
 """
@@ -26,6 +31,14 @@ SSHD = shutil.which("sshd") or next(
 )
 TOOLS = {name: shutil.which(name) for name in ("ssh-keygen", "ssh-agent", "ssh-add", "git")}
 USER = pwd.getpwuid(os.getuid()).pw_name
+
+
+@pytest.fixture
+def no_git(tmp_path) -> dict[str, str]:
+    """The environment of a machine without the git command (memwiki falls back to libgit2)."""
+    empty = tmp_path / "no-git-bin"
+    empty.mkdir()
+    return {"PATH": str(empty)}
 
 
 def gitcli(root: Path, *args: str) -> str:
@@ -153,42 +166,45 @@ def setup_pair(tmp_path: Path, run_memwiki) -> tuple[Path, Path]:
     return remote, wiki
 
 
-def test_sync_over_ssh_with_a_key_in_an_agent(tmp_path, sshd, agent, run_memwiki, isolated_env):
+def test_sync_over_ssh_with_a_key_in_an_agent(
+    tmp_path, sshd, agent, run_memwiki, isolated_env, no_git
+):
     sshd.client_home(isolated_env, key=None)  # no key file: only the agent can succeed
     remote, wiki = setup_pair(tmp_path, run_memwiki)
     assert run_memwiki("--wiki", wiki, "remote", "add", sshd.url(remote)).returncode == 0
-    done = run_memwiki("--wiki", wiki, "sync", "--json", env={"SSH_AUTH_SOCK": agent})
+    agent_env = {"SSH_AUTH_SOCK": agent, **no_git}
+    done = run_memwiki("--wiki", wiki, "sync", "--json", env=agent_env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["pushed"] is True
     assert gitcli(remote, "rev-parse", "main") == gitcli(wiki, "rev-parse", "HEAD")
     # A second device clones over SSH with the same agent, changes something, and syncs back.
     other = tmp_path / "other"
-    done = run_memwiki("clone", sshd.url(remote), other, env={"SSH_AUTH_SOCK": agent})
+    done = run_memwiki("clone", sshd.url(remote), other, env=agent_env)
     assert done.returncode == 0, done.stderr
     (other / "memory/ssh.md").write_text(recall("ssh", "Pushed over SSH.\nEdited on the other.\n"))
-    assert run_memwiki("--wiki", other, "sync", env={"SSH_AUTH_SOCK": agent}).returncode == 0
-    done = run_memwiki("--wiki", wiki, "sync", "--json", env={"SSH_AUTH_SOCK": agent})
+    assert run_memwiki("--wiki", other, "sync", env=agent_env).returncode == 0
+    done = run_memwiki("--wiki", wiki, "sync", "--json", env=agent_env)
     assert json.loads(done.stdout)["merged"] == "fast-forward"
     assert "Edited on the other." in (wiki / "memory/ssh.md").read_text()
 
 
 @pytest.mark.parametrize("with_user", [True, False], ids=["user-in-url", "login-name"])
 def test_sync_over_ssh_with_a_key_file_and_no_agent(
-    tmp_path, sshd, run_memwiki, isolated_env, monkeypatch, with_user
+    tmp_path, sshd, run_memwiki, isolated_env, monkeypatch, with_user, no_git
 ):
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
     sshd.client_home(isolated_env, key=sshd.user_key)
     remote, wiki = setup_pair(tmp_path, run_memwiki)
     url = sshd.url(remote) if with_user else sshd.url(remote).replace(f"{USER}@", "")
     assert run_memwiki("--wiki", wiki, "remote", "add", url).returncode == 0
-    done = run_memwiki("--wiki", wiki, "sync")
+    done = run_memwiki("--wiki", wiki, "sync", env=no_git)
     assert done.returncode == 0, done.stderr
     assert gitcli(remote, "rev-parse", "main") == gitcli(wiki, "rev-parse", "HEAD")
     assert "memory/ssh.md" in gitcli(remote, "ls-tree", "-r", "--name-only", "main")
 
 
 def test_a_wrong_key_is_one_error_line_and_changes_nothing(
-    tmp_path, sshd, run_memwiki, isolated_env, monkeypatch
+    tmp_path, sshd, run_memwiki, isolated_env, monkeypatch, no_git
 ):
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
     sshd.client_home(isolated_env, key=sshd.wrong_key)
@@ -196,12 +212,13 @@ def test_a_wrong_key_is_one_error_line_and_changes_nothing(
     assert run_memwiki("--wiki", wiki, "remote", "add", sshd.url(remote)).returncode == 0
     before = (gitcli(wiki, "rev-parse", "HEAD"), gitcli(wiki, "status", "--porcelain"))
     refs = gitcli(wiki, "for-each-ref")
-    done = run_memwiki("--wiki", wiki, "sync")
+    done = run_memwiki("--wiki", wiki, "sync", env=no_git)
     assert done.returncode == 5
     assert done.stderr == (
         "memwiki: error: cannot authenticate to 127.0.0.1 over SSH: tried ~/.ssh/id_ed25519 "
         "(no ssh-agent: SSH_AUTH_SOCK is not set); load a key authorised on the server "
-        "into ssh-agent or put it in ~/.ssh/id_ed25519\n"
+        "into ssh-agent or put it in ~/.ssh/id_ed25519 (~/.ssh/config, core.sshCommand and "
+        "GIT_SSH_COMMAND need the git command)\n"
     )
     assert (gitcli(wiki, "rev-parse", "HEAD"), gitcli(wiki, "status", "--porcelain")) == before
     assert gitcli(wiki, "for-each-ref") == refs
@@ -210,7 +227,7 @@ def test_a_wrong_key_is_one_error_line_and_changes_nothing(
     # An unknown host key is refused, never trusted on first use.
     (isolated_env / ".ssh/known_hosts").write_text("")
     shutil.copy(sshd.user_key, isolated_env / ".ssh/id_ed25519")
-    done = run_memwiki("--wiki", wiki, "sync")
+    done = run_memwiki("--wiki", wiki, "sync", env=no_git)
     assert done.returncode == 5 and "SSH host key of 127.0.0.1 is unknown" in done.stderr
     assert gitcli(remote, "for-each-ref") == ""
 
@@ -330,18 +347,30 @@ def test_http_remote_with_the_git_credential_helper(
     assert gitcli(remote, "rev-parse", "main") == gitcli(tmp_path / "wiki", "rev-parse", "HEAD")
 
 
-def test_http_remote_without_credentials_names_what_was_tried(tmp_path, http_remote, run_memwiki):
+def test_http_remote_without_credentials_names_what_was_tried(
+    tmp_path, http_remote, run_memwiki, no_git
+):
     url, remote = http_remote
     done = run_memwiki("clone", url, tmp_path / "wiki")
     assert done.returncode == 5
+    host = url.split("/")[2]
     assert done.stderr == (
-        "memwiki: error: cannot authenticate to 127.0.0.1 over HTTP: tried git credential "
-        "helper (MEMWIKI_GIT_TOKEN is not set; the git credential helper had nothing for "
-        "this host); set MEMWIKI_GIT_TOKEN to a token with access to the repository\n"
+        f"memwiki: error: cannot authenticate to 127.0.0.1 over HTTP (could not read Username "
+        f"for 'http://{host}': terminal prompts disabled): configure a git credential helper "
+        "or set MEMWIKI_GIT_TOKEN\n"
     )
     assert not (tmp_path / "wiki").exists()
+    assert not list(tmp_path.glob(".wiki.clone-*"))
     done = run_memwiki("clone", url, tmp_path / "wiki", env={"MEMWIKI_GIT_TOKEN": "wrong"})
-    assert done.returncode == 5 and "tried MEMWIKI_GIT_TOKEN, git credential helper" in done.stderr
+    assert done.returncode == 5 and "Authentication failed" in done.stderr
+    # Without git (libgit2), the error says what was tried and what needs git.
+    done = run_memwiki("clone", url, tmp_path / "wiki", env=no_git)
+    assert done.returncode == 5
+    assert done.stderr == (
+        "memwiki: error: cannot authenticate to 127.0.0.1 over HTTP: tried nothing "
+        "(MEMWIKI_GIT_TOKEN is not set); set MEMWIKI_GIT_TOKEN to a token with access to the "
+        "repository (credential helpers, http.sslCAInfo and proxies need the git command)\n"
+    )
 
 
 # ------------------------------------------------------------------ credential rules
@@ -361,7 +390,7 @@ def test_transport_and_redaction():
 
 
 def test_a_passphrase_key_is_skipped_with_a_reason(
-    tmp_path, sshd, run_memwiki, isolated_env, monkeypatch
+    tmp_path, sshd, run_memwiki, isolated_env, monkeypatch, no_git
 ):
     from memwiki.git.credentials import key_is_encrypted
 
@@ -375,7 +404,7 @@ def test_a_passphrase_key_is_skipped_with_a_reason(
     sshd.client_home(isolated_env, key=locked)
     remote, wiki = setup_pair(tmp_path, run_memwiki)
     run_memwiki("--wiki", wiki, "remote", "add", sshd.url(remote))
-    done = run_memwiki("--wiki", wiki, "sync")
+    done = run_memwiki("--wiki", wiki, "sync", env=no_git)
     assert done.returncode == 5
     assert "tried nothing" in done.stderr
     assert "~/.ssh/id_ed25519 skipped (it has a passphrase: add it to ssh-agent)" in done.stderr
@@ -411,10 +440,13 @@ def test_the_credentials_callback_never_loops(tmp_path):
     assert callbacks.attempts <= MAX_ATTEMPTS
 
 
-def test_a_dead_agent_socket_falls_back_to_the_key_file(tmp_path, sshd, run_memwiki, isolated_env):
+def test_a_dead_agent_socket_falls_back_to_the_key_file(
+    tmp_path, sshd, run_memwiki, isolated_env, no_git
+):
     sshd.client_home(isolated_env, key=sshd.user_key)
     remote, wiki = setup_pair(tmp_path, run_memwiki)
     run_memwiki("--wiki", wiki, "remote", "add", sshd.url(remote))
-    done = run_memwiki("--wiki", wiki, "sync", env={"SSH_AUTH_SOCK": str(tmp_path / "gone")})
+    env = {"SSH_AUTH_SOCK": str(tmp_path / "gone"), **no_git}
+    done = run_memwiki("--wiki", wiki, "sync", env=env)
     assert done.returncode == 0, done.stderr
     assert gitcli(remote, "rev-parse", "main") == gitcli(wiki, "rev-parse", "HEAD")

@@ -75,6 +75,7 @@ COMMANDS: list[Command] = [
     ("sync", sync_cmds.sync),
     ("clone", sync_cmds.clone),
     ("restore", sync_cmds.restore),
+    ("untrack-ignored", sync_cmds.untrack_ignored),
     ("install", hosts_cmds.install),
     ("uninstall", hosts_cmds.uninstall),
     ("schedule", hosts_cmds.schedule),

@@ -37,6 +37,7 @@ def parse_retrieve(args: list[str]) -> Namespace:
     p.add_argument(JSON_FLAG, dest="as_json", action="store_true")
     p.add_argument("--files", action="store_true")
     p.add_argument("--project", default=RETRIEVE.project)
+    p.add_argument("--deadline", type=int, default=None)
     return p.parse_args(args)
 
 
@@ -51,19 +52,43 @@ def run_retrieve(
     files: bool,
     project: str = RETRIEVE.project,
     cwd: str | None = None,
+    deadline_ms: int | None = None,
 ) -> None:
-    """Retrieve and print in the requested format (shared by both parsers)."""
+    """Retrieve and print in the requested format (shared by both parsers).
+
+    Vector work beyond a few files never blocks the answer: it is left to one
+    background reindex (docs/retrieval.md, "Progressive answers"). With deadline_ms the
+    answer is ready that many milliseconds after the process started, from BM25 alone
+    if the vectors are not.
+    """
     import os
 
     from ..config import load
+    from ..errors import InvalidInput
     from ..project import parse_map, scope
     from ..wiki import Wiki
 
+    deadline = None
+    if deadline_ms is not None:
+        if deadline_ms < 0:
+            raise InvalidInput("--deadline must be a number of milliseconds, 0 or more")
+        from . import process_started
+
+        deadline = process_started() + deadline_ms / 1000
     config = load({"wiki": wiki_path})
     wiki = Wiki.open(config.wiki_path, config)
     mapping = parse_map(config.projects)
     preferred = scope(project, cwd or os.getcwd(), mapping, config.home, wiki.root)
-    result = wiki.retrieve(query, k=k, track=track, budget=budget, mode=mode, project=preferred)
+    result = wiki.retrieve(
+        query,
+        k=k,
+        track=track,
+        budget=budget,
+        mode=mode,
+        project=preferred,
+        deadline=deadline,
+        background=True,
+    )
     if as_json:
         from .output import emit_json
 
@@ -72,10 +97,35 @@ def run_retrieve(
         sys.stdout.write("".join(f"{p}\n" for p in result.paths()))
     else:
         sys.stdout.write(result.to_markdown())
+    if deadline is not None:
+        _leave_if_vectors_still_running()
+
+
+def _leave_if_vectors_still_running() -> None:
+    """Exit now when the vector thread outlived the deadline: it may be inside onnxruntime,
+    whose native code can abort the interpreter's shutdown."""
+    import os
+    import threading
+
+    from ..index.progressive import VECTOR_THREAD
+
+    if any(t.name == VECTOR_THREAD and t.is_alive() for t in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def try_fast(globals_: Globals) -> bool:
-    """Run retrieve without Typer when the command line asks for it; True when it did."""
+    """Run retrieve (or the prompt hook) without Typer when the command line asks; True when it did."""
+    if globals_.rest == ["hook", "claude-code"]:
+        # The hook's budget counts from the process start; Typer's import alone would
+        # take a tenth of it on a busy machine.
+        from ..config import load
+        from ..hosts.integrate.prompt_hook import run_hook_process
+        from . import process_started
+
+        run_hook_process(lambda: load({"wiki": globals_.wiki}), process_started())
+        return True
     if globals_.command != "retrieve" or globals_.wants_help:
         return False
     opts = parse_retrieve(globals_.rest[1:])
@@ -89,5 +139,6 @@ def try_fast(globals_: Globals) -> bool:
         opts.as_json,
         opts.files,
         opts.project,
+        deadline_ms=opts.deadline,
     )
     return True

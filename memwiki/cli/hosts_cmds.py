@@ -148,8 +148,10 @@ def schedule(
 def hook_claude_code() -> None:
     """UserPromptSubmit hook: add relevant memory to the prompt (fails open, always exit 0)."""
     from ..hosts.integrate.prompt_hook import run_hook_process
+    from . import process_started
 
-    run_hook_process(config)
+    # Normally memwiki.cli.fast runs the hook without Typer; this path serves the Typer app.
+    run_hook_process(config, process_started())
 
 
 def docs_install(host: str = HOST) -> None:

@@ -27,13 +27,20 @@ def retrieve(
         "--project",
         help="Prefer this project's files: auto (the current one), all, or a slug.",
     ),
+    deadline: int = typer.Option(
+        None,
+        "--deadline",
+        help="Answer within MS milliseconds of the process start: BM25 alone if vectors are late.",
+    ),
 ) -> None:
     """Find the memory and skills relevant to a query (markdown block for agents)."""
     from .fast import run_retrieve
 
     # Normally memwiki.cli.fast parses retrieve without Typer; this path serves --help
     # and programmatic use of the Typer app.
-    run_retrieve(state.wiki, query, k, track, budget, mode, as_json, files, project)
+    run_retrieve(
+        state.wiki, query, k, track, budget, mode, as_json, files, project, deadline_ms=deadline
+    )
 
 
 def reindex(
@@ -41,12 +48,20 @@ def reindex(
         False, "--full", help="Rebuild from scratch (vectors come from the cache)."
     ),
     as_json: bool = JSON,
+    background: bool = typer.Option(
+        False, "--background", hidden=True, help="The detached build a retrieve starts."
+    ),
 ) -> None:
     """Bring the sidecar index up to date (or rebuild it)."""
     from ..index.indexer import Index
 
     wiki = open_wiki()
     index = Index(wiki, wiki.config)
+    if background:
+        from ..index.background import run
+
+        run(index, index.notify)
+        return
     report = index.update(full=full)
     data = {
         "full": report.full,

@@ -138,7 +138,18 @@ def print_sync(result) -> None:
     print(f"pushed    {result.branch} to {result.remote}" if result.pushed else "pushed    nothing")
     if result.retries:
         print(f"retried   {result.retries} (another device pushed first)")
+    for c in result.changes:
+        if c.status == "renamed":
+            print(f"renamed   {c.old_path} -> {c.path}")
+    for p in result.not_committed:
+        print(f"not committed  {p['path']}: {p['problem']}")
+    for line in result.messages:
+        print(f"remote:   {line}")
     for c in result.conflicts:
         where = f" -> {c.copy}" if c.copy else f" ({c.kind}, kept {c.kept})"
         print(f"conflict  {c.path}{where}")
+    new = {c.copy for c in result.conflicts}
+    for copy in result.conflict_copies:
+        if copy not in new:
+            print(f"unresolved {copy} (an earlier conflict copy)")
     print(f"commit    {result.commit[:12] if result.commit else '-'}")

@@ -23,10 +23,27 @@ def sync(
         emit_json(result.to_dict())
     else:
         print_sync(result)
-    if any(c.copy for c in result.conflicts):
+    if result.conflict_copies:
         warn(
             "conflict copies hold the remote's version: merge them by hand (`memwiki lint` lists them)"
         )
+    if result.not_committed:
+        warn("invalid RecallFiles were not committed: fix them (`memwiki lint`) and sync again")
+
+
+def untrack_ignored(as_json: bool = JSON) -> None:
+    """Stop tracking files the .gitignore ignores (Obsidian workspace, junk); they stay on disk."""
+    from ..git.repo import untrack_ignored as untrack
+
+    wiki = open_wiki()
+    with wiki.write_lock():
+        commit, paths = untrack(wiki.repo)
+    if as_json:
+        emit_json({"commit": commit, "untracked": paths})
+        return
+    for path in paths:
+        print(f"untracked {path}  (kept on disk)")
+    print(f"commit {commit[:12]}" if commit else "nothing to untrack")
 
 
 def clone(

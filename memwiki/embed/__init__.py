@@ -62,13 +62,36 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(text).split())
 
 
-def load_embedder(config: Config, stamp_dir: Path | None = None) -> tuple[Embedder | None, str]:
-    """(embedder, description), or (None, why not): never raises, retrieval falls back to BM25."""
+#: Providers the `embed` setting may name, besides "none". "hash" is the deterministic,
+#: model-free test embedder (memwiki/embed/hashing.py) that scale benchmarks use.
+PROVIDERS = ("onnx", "hash")
+
+
+def embedding_configured(config: Config) -> bool:
+    """True when the configuration names an embedder (cheap: nothing is loaded)."""
+    return config.embed in PROVIDERS
+
+
+def load_embedder(
+    config: Config, stamp_dir: Path | None = None, threads: int | None = None
+) -> tuple[Embedder | None, str]:
+    """(embedder, description), or (None, why not): never raises, retrieval falls back to BM25.
+
+    threads: onnxruntime's intra-op threads (None: one per usable core, at most 4; a
+    process that embeds only a query does best with 1).
+    """
     mode = config.embed
     if mode == "none":
         return None, "embedding disabled (embed = none): retrieval is BM25-only"
-    if mode != "onnx":
-        return None, f"unknown embed provider {mode!r} (use onnx or none): retrieval is BM25-only"
+    if mode not in PROVIDERS:
+        return None, (
+            f"unknown embed provider {mode!r} (use {', '.join(PROVIDERS)} or none): "
+            "retrieval is BM25-only"
+        )
+    if mode == "hash":
+        from .hashing import HashEmbedder
+
+        return HashEmbedder(), "hash test embedder (384 dims, no model)"
     if stamp_dir is None:
         stamp_dir = _default_stamp_dir(config)
 
@@ -105,6 +128,7 @@ def load_embedder(config: Config, stamp_dir: Path | None = None) -> tuple[Embedd
             verify_sha256=model_sha,
             stamp_dir=stamp_dir,
             tokenizer_sha256=tok_sha,
+            threads=threads,
         )
     # onnxruntime and tokenizers raise their own (undocumented) exception types for a
     # corrupt or foreign file; whatever goes wrong, the answer is "no vectors", not a crash.

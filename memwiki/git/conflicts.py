@@ -8,6 +8,9 @@ Used by memorize commit (label ``run-<id>``) and by sync (label ``remote``):
   ``name`` set to the copy's stem and ``conflict_of: <dir>/<stem>`` plus
   ``conflict_label: <label>`` added, so lint can point at it;
 - one side deleted a file the other changed: the changed version stays;
+- a file inside a dot-folder (``.obsidian/``, ``.trash/``: an app's per-device state) gets
+  no copy, since a new file there is a write into the app's own folder: ours wins, and
+  theirs stays in git history (the merge commit's second parent);
 - before any of that, a conflict that exists only because both sides stamped a new
   ``updated:`` timestamp is merged normally, keeping the later timestamp (and the
   earlier ``created:``, when both sides added one to a file that had none).
@@ -15,6 +18,7 @@ Used by memorize commit (label ``run-<id>``) and by sync (label ``remote``):
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
@@ -184,8 +188,11 @@ def resolve_conflicts(
                 index.add(pygit2.IndexEntry(ours.path, repo.create_blob(merged), ours.mode))
                 continue
             index.add(pygit2.IndexEntry(ours.path, ours.id, ours.mode))
-            target = _write_copy(repo, index, theirs, label)
             kind = "both-modified" if anc is not None else "both-added"
+            if in_dot_folder(ours.path):
+                resolved.append(Conflict(ours.path, kind, "ours"))
+                continue
+            target = _write_copy(repo, index, theirs, label)
             resolved.append(Conflict(ours.path, kind, "ours", target))
         elif ours is not None or theirs is not None:
             survivor, kept = (ours, "ours") if ours is not None else (theirs, "theirs")
@@ -197,14 +204,19 @@ def resolve_conflicts(
     return index.write_tree(repo), resolved
 
 
+def in_dot_folder(path: str) -> bool:
+    """True for a path inside a folder whose name starts with a dot."""
+    return any(part.startswith(".") for part in PurePosixPath(path).parts[:-1])
+
+
 def find_conflict_copies(root: Path) -> list[Path]:
-    """Every conflict copy in a wiki's work tree (dot-folders skipped), for lint."""
+    """Every conflict copy anywhere in a wiki's work tree (not in .git or .memwiki), sorted."""
     root = Path(root)
     found: list[Path] = []
-    for path in root.rglob("*.conflict-*"):
-        rel = path.relative_to(root)
-        if any(part.startswith(".") for part in rel.parts) or not path.is_file():
-            continue
-        if COPY_RE.match(path.name):
-            found.append(path)
+    for folder, dirs, names in os.walk(root):
+        if Path(folder) == root:
+            dirs[:] = [d for d in dirs if d not in (".git", ".memwiki")]
+        for name in names:
+            if ".conflict-" in name and COPY_RE.match(name) and (Path(folder) / name).is_file():
+                found.append(Path(folder) / name)
     return sorted(found)

@@ -1,4 +1,9 @@
-"""Credentials for git remotes: SSH agent then key files; a token or git's credential helper.
+"""URL helpers, and libgit2's credentials for when no `git` command is installed.
+
+With git installed, network operations go through it (transport.py) and it uses the
+user's own SSH and credential set-up; this module then only names transports and hosts
+and redacts URLs. Without git, libgit2 (pygit2) does the transfer: SSH agent then the
+default key files, or MEMWIKI_GIT_TOKEN over HTTPS.
 
 libgit2 asks for credentials through a callback and asks again after each rejection, so
 the callback hands out one candidate per call and, when none is left, raises a single
@@ -13,8 +18,6 @@ import base64
 import os
 import pwd
 import re
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -93,35 +96,6 @@ def key_is_encrypted(path: Path) -> bool:
     return raw[len(magic) + 4 : len(magic) + 4 + size] != b"none"
 
 
-def credential_fill(url: str, git: str) -> tuple[str, str] | None:
-    """(username, password) from `git credential fill`, or None when no helper has one."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
-    request = f"protocol={parts.scheme}\nhost={host}\npath={parts.path.lstrip('/')}\n"
-    if parts.username:
-        request += f"username={parts.username}\n"
-    try:
-        # A new session has no terminal, so git cannot stop to prompt: memwiki asks nothing.
-        done = subprocess.run(
-            [git, "-c", "credential.interactive=false", "credential", "fill"],
-            input=request + "\n",
-            capture_output=True,
-            text=True,
-            timeout=30,
-            start_new_session=True,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode != 0:
-        return None
-    values = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
-    if values.get("username") and values.get("password"):
-        return values["username"], values["password"]
-    return None
-
-
 class Callbacks(pygit2.RemoteCallbacks):
     """pygit2 callbacks for one network operation on one remote URL."""
 
@@ -188,16 +162,6 @@ class Callbacks(pygit2.RemoteCallbacks):
             yield pygit2.UserPass(username or TOKEN_USER, token)
         else:
             self.notes.append("MEMWIKI_GIT_TOKEN is not set")
-        git = shutil.which("git", path=self.config.host_env.get("PATH"))
-        if git is None:
-            self.notes.append("no git credential helper (git is not installed)")
-            return
-        self.tried.append("git credential helper")
-        found = credential_fill(self.url, git)
-        if found is None:
-            self.notes.append("the git credential helper had nothing for this host")
-            return
-        yield pygit2.UserPass(*found)
 
     def failure(self) -> StorageError:
         """The one-line error: what was tried and what to do."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pygit2
-from pygit2.enums import CheckoutStrategy
 
 from ..errors import StateError, StorageError
 from . import repo as gitstore
@@ -13,13 +12,6 @@ from .conflicts import Conflict, resolve_conflicts
 
 # How far back `commit` looks for the merge of an already-merged run.
 _MERGE_SEARCH_LIMIT = 5000
-_WT_FLAGS = (
-    pygit2.GIT_STATUS_WT_NEW
-    | pygit2.GIT_STATUS_WT_MODIFIED
-    | pygit2.GIT_STATUS_WT_DELETED
-    | pygit2.GIT_STATUS_WT_TYPECHANGE
-    | pygit2.GIT_STATUS_WT_RENAMED
-)
 
 
 def current_branch_head(repo: pygit2.Repository) -> tuple[str, pygit2.Commit]:
@@ -50,38 +42,6 @@ def make_merge_commit(
     except pygit2.GitError as exc:
         raise StorageError(f"git merge commit failed: {exc}") from None
     return oid, conflicts
-
-
-def advance(repo: pygit2.Repository, ref_name: str, merge_oid: pygit2.Oid, run_id: str) -> None:
-    """Bring the wiki's files to the merge commit, then move its branch there."""
-    commit = repo[merge_oid]
-    try:
-        # SAFE never overwrites a file that differs from HEAD: if someone wrote one
-        # after our hand-edit commit, we stop rather than lose it.
-        repo.checkout_tree(commit.tree, strategy=CheckoutStrategy.SAFE)
-    except pygit2.GitError as exc:
-        raise StorageError(
-            f"wiki files changed while run {run_id} was merging ({exc}); run commit again"
-        ) from None
-    # Files first, then the ref: a crash in between leaves the work tree at the merge
-    # and HEAD behind it, which `commit` recognises and finishes (see finish_checkout).
-    repo.references[ref_name].set_target(merge_oid, f"memwiki: merge run {run_id}")
-
-
-def finish_checkout(repo: pygit2.Repository, ref_name: str, merge_oid: pygit2.Oid) -> bool:
-    """After a crash between checkout and ref update: move the ref if the files match the merge."""
-    commit = repo[merge_oid]
-    head = repo.references[ref_name].target
-    if not commit.parent_ids or commit.parent_ids[0] != head:
-        return False
-    repo.index.read()
-    if repo.index.write_tree() != commit.tree_id:
-        return False
-    for flags in repo.status().values():
-        if flags & _WT_FLAGS:
-            return False
-    repo.references[ref_name].set_target(merge_oid, "memwiki: finish an interrupted merge")
-    return True
 
 
 def find_merge_of(repo: pygit2.Repository, commit_id: str, head: pygit2.Oid) -> str | None:

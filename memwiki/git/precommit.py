@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import StorageError
@@ -87,3 +88,64 @@ def install(wiki: Wiki) -> HookSetup:
     # missing, leaving the person's uncommitted work alone.
     Wiki.init(wiki.root)
     return run_install(wiki, config_written=not had)
+
+
+# ---------------------------------------------------------------- hooks as sync's checks
+
+HOOK_RUN_TIMEOUT_S = 120
+MAX_SINGLE_RUNS = 20  # files checked one by one after a refused batch
+
+
+def installed_hook(root: Path) -> bool:
+    """True when the wiki's git pre-commit hook is pre-commit's (`pre-commit install`)."""
+    hook = Path(root) / ".git" / "hooks" / "pre-commit"
+    try:
+        return hook.is_file() and "pre-commit" in hook.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
+def _run_hooks(exe: str, root: Path, paths: list[str], env: dict) -> tuple[bool, str]:
+    env_skip = {"SKIP": "memwiki-reindex"}  # a rebuild of the cache is not a check
+    try:
+        done = subprocess.run(
+            [exe, "run", "--hook-stage", "pre-commit", "--files", *paths],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=HOOK_RUN_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+            env={**env, **env_skip},
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"pre-commit could not run: {exc}"
+    lines = [ln.strip() for ln in (done.stdout + done.stderr).splitlines() if ln.strip()]
+    failed = [ln for ln in lines if ln.endswith("Failed")]
+    detail = next((ln for ln in lines if ":" in ln and not ln.startswith("-")), "")
+    reason = (failed[0].split(".")[0].strip() if failed else "a hook failed") + (
+        f": {detail}" if detail else ""
+    )
+    return done.returncode == 0, reason
+
+
+def refused_by_hooks(root: Path, paths: list[str], env: dict[str, str]) -> list[dict]:
+    """The paths the wiki's installed pre-commit hooks refuse, each with why ([] if none).
+
+    env is the environment pre-commit runs in (the configuration's child_env).
+    """
+    exe = find_pre_commit()
+    present = [p for p in paths if (Path(root) / p).is_file()]
+    if not present or exe is None or not installed_hook(root):
+        return []
+    ok, reason = _run_hooks(exe, Path(root), present, env)
+    if ok:
+        return []
+    refused = []
+    for n, path in enumerate(present):
+        if n >= MAX_SINGLE_RUNS:
+            refused.append({"path": path, "problem": f"pre-commit refused the batch ({reason})"})
+            continue
+        ok, why = _run_hooks(exe, Path(root), [path], env)
+        if not ok:
+            refused.append({"path": path, "problem": f"pre-commit hooks refused it ({why})"})
+    return refused

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pygit2
 
-from ..errors import InvalidInput, MemwikiError, NotFound, StateError
+from ..errors import InvalidInput, MemwikiError, NotFound, StateError, StorageError
 from . import repo as gitstore
-from .credentials import Callbacks, redact, transport
+from .credentials import redact, transport
 
 DEFAULT_REMOTE = "origin"
 
@@ -99,18 +101,6 @@ def lookup(repo: pygit2.Repository, ref: str) -> pygit2.Commit | None:
         return None
 
 
-# ---------------------------------------------------------------- network
-
-
-def fetch(remote: pygit2.Remote, config) -> None:
-    """Fetch every branch of the remote into refs/remotes/<name>/."""
-    callbacks = Callbacks(remote.url, config)
-    try:
-        remote.fetch(callbacks=callbacks, message="memwiki sync: fetch")
-    except pygit2.GitError as exc:
-        raise callbacks.error(exc, "fetch from") from None
-
-
 # ---------------------------------------------------------------- clone
 
 
@@ -124,6 +114,7 @@ class CloneResult:
     commit: str | None
     config_file: str
     warnings: list[str] = field(default_factory=list)
+    hooks: str | None = None  # what installing the wiki's pre-commit hooks did, if it has them
 
     def to_dict(self) -> dict:
         """JSON form (the `memwiki clone --json` schema)."""
@@ -134,6 +125,7 @@ class CloneResult:
             "commit": self.commit,
             "config_file": self.config_file,
             "warnings": list(self.warnings),
+            "hooks": self.hooks,
         }
 
 
@@ -159,37 +151,81 @@ def _choose_branch(repo: pygit2.Repository) -> None:
     repo.checkout(local)
 
 
+_TEMP = re.compile(r"^\.(?P<name>.+)\.clone-(?P<pid>\d+)$")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_dead_clones(target: Path) -> None:
+    """Delete temporary clones of target left by a killed `memwiki clone`."""
+    for sibling in target.parent.glob(f".{target.name}.clone-*"):
+        m = _TEMP.match(sibling.name)
+        if m and m["name"] == target.name and not _alive(int(m["pid"])):
+            shutil.rmtree(sibling, ignore_errors=True)
+
+
 def clone(url: str, path: Path | None, config) -> CloneResult:
-    """Clone a wiki, complete its layout if needed, and make it the configured wiki."""
+    """Clone a wiki atomically, complete its layout if needed, make it the configured wiki.
+
+    The clone is made in a hidden sibling (.<name>.clone-<pid>) and renamed into place only
+    when complete, so a failed or killed clone never leaves a half-made wiki at the path.
+    """
     from ..config import write_file_setting
-    from ..wiki import Wiki
+    from ..wiki import PRE_COMMIT_CONFIG, Wiki
+    from . import network, precommit
 
     url = normalize_url(url)
     target = Path(path).expanduser() if path is not None else config.wiki_path
     target = target.absolute()
     _check_target(target)
-    existed = target.exists()
-    callbacks = Callbacks(url, config)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        repo = pygit2.clone_repository(url, str(target), callbacks=callbacks)
+    except OSError as exc:
+        raise StorageError(f"cannot create {target.parent}: {exc.strerror}") from None
+    _remove_dead_clones(target)
+    temp = target.parent / f".{target.name}.clone-{os.getpid()}"
+    shutil.rmtree(temp, ignore_errors=True)
+    try:
+        repo = network.clone_into(url, temp, config)
         _choose_branch(repo)
-    except (pygit2.GitError, MemwikiError) as exc:
-        # A failed clone leaves nothing behind that would block the next attempt.
-        if existed:
-            for child in target.iterdir():
-                shutil.rmtree(child) if child.is_dir() else child.unlink()
-        else:
-            shutil.rmtree(target, ignore_errors=True)
-        raise callbacks.error(exc, "clone") from None
-    # An empty remote, or a repository that is not a wiki yet, gets the layout (and with it
-    # the .gitignore line that keeps the sidecar index out of git).
-    wiki, _ = Wiki.init(target, force=True)
+        had_hooks = (temp / PRE_COMMIT_CONFIG).is_file()
+        # An empty remote, or a repository that is not a wiki yet, gets the layout, and
+        # every clone the .gitignore lines that keep the sidecar and per-device files out.
+        Wiki.init(temp, force=True)
+        if target.exists():
+            target.rmdir()  # empty (checked above): rename needs the name free
+        os.rename(temp, target)
+    except (pygit2.GitError, OSError) as exc:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise StorageError(f"cannot clone {redact(url)}: {exc}") from None
+    except MemwikiError:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
+    wiki = Wiki.open(target)
     config_file = write_file_setting(config, "wiki", str(wiki.root))
     warnings = []
     if config.settings["wiki"].source.startswith("env:"):
         var = config.settings["wiki"].source.split(":", 1)[1]
         warnings.append(f"{var} is set and overrides the config file: unset it to use the clone")
+    hooks = None
+    if had_hooks:
+        try:
+            setup = precommit.run_install(wiki)
+        except MemwikiError as exc:
+            setup = None
+            warnings.append(f"{exc.message}: run `memwiki hooks install` in {wiki.root}")
+        if setup is not None:
+            hooks = setup.message
+            if not setup.installed:
+                warnings.append(setup.message)
     head = gitstore.head_commit(wiki.repo)
     branch = None if wiki.repo.head_is_unborn else wiki.repo.head.shorthand
     return CloneResult(
@@ -199,4 +235,5 @@ def clone(url: str, path: Path | None, config) -> CloneResult:
         str(head.id) if head else None,
         str(config_file),
         warnings,
+        hooks,
     )

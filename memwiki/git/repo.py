@@ -9,17 +9,12 @@ import pygit2
 
 from .. import timestamps
 from ..errors import StorageError
+from .changes import Change, Changes, classify, commit_message
+
+SIDECAR_PREFIX = ".memwiki/"  # the sidecar: never committed, whatever .gitignore says
 
 FALLBACK_NAME = "memwiki"
 FALLBACK_EMAIL = "memwiki@localhost"
-
-
-@dataclass(frozen=True)
-class Change:
-    """One path changed by a commit: status is 'created', 'updated' or 'deleted'."""
-
-    status: str
-    path: str
 
 
 @dataclass(frozen=True)
@@ -39,7 +34,7 @@ class LogEntry:
             "author": self.author,
             "time": self.time,
             "message": self.message,
-            "changes": [{"status": c.status, "path": c.path} for c in self.changes],
+            "changes": [c.to_dict() for c in self.changes],
         }
 
 
@@ -81,11 +76,24 @@ def _read_index(repo: pygit2.Repository) -> pygit2.Index:
     return index
 
 
-def stage_all(repo: pygit2.Repository) -> None:
-    """Stage every change in the work tree (new, modified, deleted), respecting .gitignore."""
+def _private(path: str) -> bool:
+    return path == SIDECAR_PREFIX.rstrip("/") or path.startswith(SIDECAR_PREFIX)
+
+
+def _drop_private(index: pygit2.Index) -> None:
+    """Untrack anything under .memwiki/ that an old tool or a plain `git add -A` staged."""
+    for path in [e.path for e in index if _private(e.path)]:
+        index.remove(path)
+
+
+def stage_all(repo: pygit2.Repository, skip: set[str] | frozenset[str] = frozenset()) -> None:
+    """Stage every change in the work tree (new, modified, deleted), respecting .gitignore.
+
+    Paths in skip stay as they are in the index; .memwiki/ is never staged.
+    """
     index = _read_index(repo)
     for path, flags in repo.status().items():
-        if flags & pygit2.GIT_STATUS_IGNORED:
+        if flags & pygit2.GIT_STATUS_IGNORED or path in skip or _private(path):
             continue
         if flags & pygit2.GIT_STATUS_WT_DELETED:
             index.remove(path)
@@ -95,7 +103,23 @@ def stage_all(repo: pygit2.Repository) -> None:
             | pygit2.GIT_STATUS_WT_TYPECHANGE
         ):
             index.add(path)
+    _drop_private(index)
     index.write()
+
+
+def pending_paths(repo: pygit2.Repository) -> list[str]:
+    """Work-tree paths that stage_all would stage (not ignored, not the sidecar)."""
+    wt = (
+        pygit2.GIT_STATUS_WT_NEW
+        | pygit2.GIT_STATUS_WT_MODIFIED
+        | pygit2.GIT_STATUS_WT_TYPECHANGE
+        | pygit2.GIT_STATUS_WT_DELETED
+    )
+    return sorted(
+        p
+        for p, f in repo.status().items()
+        if f & wt and not f & pygit2.GIT_STATUS_IGNORED and not _private(p)
+    )
 
 
 def stage_paths(repo: pygit2.Repository, paths: list[str]) -> None:
@@ -103,51 +127,28 @@ def stage_paths(repo: pygit2.Repository, paths: list[str]) -> None:
     index = _read_index(repo)
     workdir = Path(repo.workdir)
     for path in paths:
+        if _private(path):
+            continue
         if (workdir / path).is_file():
             index.add(path)
         elif path in index:
             index.remove(path)
+    _drop_private(index)
     index.write()
 
 
-def staged_changes(repo: pygit2.Repository) -> list[Change]:
-    """What the index would commit, relative to HEAD."""
+def staged_changes(repo: pygit2.Repository) -> Changes:
+    """What the index would commit, relative to HEAD (renames detected)."""
     head = head_commit(repo)
     index = repo.index
     if head is None:
-        return [Change("created", e.path) for e in index]
-    diff = head.tree.diff_to_index(index)
-    diff.find_similar()
-    changes: list[Change] = []
-    for delta in diff.deltas:
-        status = delta.status_char()
-        if status == "A":
-            changes.append(Change("created", delta.new_file.path))
-        elif status == "D":
-            changes.append(Change("deleted", delta.old_file.path))
-        elif status == "R":
-            changes.append(Change("deleted", delta.old_file.path))
-            changes.append(Change("created", delta.new_file.path))
-        else:
-            changes.append(Change("updated", delta.new_file.path))
-    return changes
+        return Changes([Change("created", e.path) for e in index])
+    return classify(head.tree.diff_to_index(index))
 
 
-def describe(changes: list[Change]) -> str:
-    """A commit message naming the RecallFiles created, updated and deleted."""
-    groups: dict[str, list[str]] = {"created": [], "updated": [], "deleted": []}
-    for c in changes:
-        name = c.path[:-3] if c.path.endswith(".md") else c.path
-        groups[c.status].append(name)
-    parts = [f"{k} {', '.join(v)}" for k, v in groups.items() if v]
-    subject = "memwiki: " + "; ".join(parts)
-    if len(subject) <= 72:
-        return subject + "\n"
-    counts = ", ".join(f"{k} {len(v)}" for k, v in groups.items() if v)
-    lines = [f"memwiki: {counts}", ""]
-    for k, v in groups.items():
-        lines.extend(f"{k.capitalize()}: {p}" for p in v)
-    return "\n".join(lines) + "\n"
+def describe(changes: Changes) -> str:
+    """A commit message naming the RecallFiles created, updated, deleted and renamed."""
+    return commit_message("memwiki", changes)
 
 
 def commit_index(repo: pygit2.Repository, message: str, parents: list | None = None) -> str:
@@ -166,39 +167,34 @@ def commit_index(repo: pygit2.Repository, message: str, parents: list | None = N
 
 
 def commit_all(
-    repo: pygit2.Repository, message: str | None = None
-) -> tuple[str | None, list[Change]]:
-    """Stage and commit everything that changed; (None, []) when there is nothing to commit."""
-    stage_all(repo)
+    repo: pygit2.Repository,
+    message: str | None = None,
+    skip: set[str] | frozenset[str] = frozenset(),
+) -> tuple[str | None, Changes]:
+    """Stage and commit everything that changed (but skip); (None, empty) when nothing did."""
+    stage_all(repo, skip)
     changes = staged_changes(repo)
     if not changes:
-        return None, []
+        return None, changes
     return commit_index(repo, message or describe(changes)), changes
 
 
 def commit_paths(
     repo: pygit2.Repository, paths: list[str], message: str | None = None
-) -> tuple[str | None, list[Change]]:
+) -> tuple[str | None, Changes]:
     """Stage and commit only these paths, leaving other work in progress (hand edits) alone."""
     stage_paths(repo, paths)
     changes = staged_changes(repo)
     if not changes:
-        return None, []
+        return None, changes
     return commit_index(repo, message or describe(changes)), changes
 
 
-def _changes_between(repo: pygit2.Repository, commit: pygit2.Commit) -> list[Change]:
+def changes_of(repo: pygit2.Repository, commit: pygit2.Commit) -> Changes:
+    """What a commit changed against its first parent (renames detected)."""
     if commit.parents:
-        diff = repo.diff(commit.parents[0].tree, commit.tree)
-    else:
-        diff = commit.tree.diff_to_tree(swap=True)
-    out = []
-    for delta in diff.deltas:
-        status = {"A": "created", "D": "deleted"}.get(delta.status_char(), "updated")
-        out.append(
-            Change(status, delta.new_file.path if status != "deleted" else delta.old_file.path)
-        )
-    return out
+        return classify(repo.diff(commit.parents[0].tree, commit.tree))
+    return classify(commit.tree.diff_to_tree(swap=True))
 
 
 def log(repo: pygit2.Repository, path: str | None = None, limit: int = 20) -> list[LogEntry]:
@@ -208,9 +204,9 @@ def log(repo: pygit2.Repository, path: str | None = None, limit: int = 20) -> li
         return []
     entries: list[LogEntry] = []
     for commit in repo.walk(head.id, pygit2.GIT_SORT_TIME | pygit2.GIT_SORT_TOPOLOGICAL):
-        changes = _changes_between(repo, commit)
+        changes = list(changes_of(repo, commit))
         if path is not None:
-            changes = [c for c in changes if c.path == path]
+            changes = [c for c in changes if path in (c.path, c.old_path)]
             if not changes:
                 continue
         when = timestamps.from_epoch(commit.commit_time)
@@ -229,3 +225,41 @@ def find_enclosing_repo(path: Path) -> Path | None:
         return None
     repo = pygit2.Repository(found)
     return Path(repo.workdir).resolve() if repo.workdir else None
+
+
+def ensure_gitignore(root: Path) -> bool:
+    """Add the lines of templates/wiki/gitignore that root/.gitignore lacks; True if it changed."""
+    from importlib.resources import files
+
+    from ..fsutil import atomic_write_text
+
+    wanted = (files("memwiki.templates") / "wiki" / "gitignore").read_text(encoding="utf-8")
+    path = Path(root) / ".gitignore"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    have = {line.strip() for line in text.splitlines()}
+    missing = [ln for ln in wanted.splitlines() if ln.strip() and ln.strip() not in have]
+    if not any(not ln.startswith("#") for ln in missing):
+        return False
+    sep = "" if not text or text.endswith("\n") else "\n"
+    atomic_write_text(path, text + sep + "\n".join(missing) + "\n")
+    return True
+
+
+def tracked_but_ignored(repo: pygit2.Repository) -> list[str]:
+    """Committed files that .gitignore now ignores (per-device state, junk, the sidecar)."""
+    index = _read_index(repo)
+    return sorted(e.path for e in index if _private(e.path) or repo.path_is_ignored(e.path))
+
+
+def untrack_ignored(repo: pygit2.Repository) -> tuple[str | None, list[str]]:
+    """Stop tracking those files (they stay on disk) in one commit; (commit, paths)."""
+    paths = tracked_but_ignored(repo)
+    if not paths:
+        return None, []
+    index = _read_index(repo)
+    for path in paths:
+        index.remove(path)
+    index.write()
+    names = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    message = f"memwiki: stop tracking ignored files\n\nNo longer tracked (kept on disk): {names}\n"
+    return commit_index(repo, message), paths

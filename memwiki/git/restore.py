@@ -10,6 +10,9 @@ from ..errors import InvalidInput, NotFound, StateError
 from ..fsutil import atomic_write_bytes
 from . import repo as gitstore
 
+_MAX_RENAMES = 20  # how many renames restore follows back
+_MAX_LOG = 2000  # commits it looks at under one name
+
 
 @dataclass
 class RestoreResult:
@@ -53,17 +56,40 @@ def _source(repo: pygit2.Repository, rel: str, ref: str, rev: str | None):
                 hint = f"{short} deleted it: use --rev {short}^ for the version before"
             raise NotFound(f"{rel} does not exist at {short}: {hint}")
         return commit, blob
-    entries = gitstore.log(repo, rel, limit=1)
-    if not entries:
-        raise NotFound(f"{rel} has no history: nothing to restore")
-    last = repo[entries[0].commit].peel(pygit2.Commit)
-    blob = _blob_at(last.parents[0], rel) if last.parents else None
-    if blob is None:
-        raise StateError(
-            f"{rel} did not exist before {str(last.id)[:12]}, which created it: "
-            f"pass --rev with a revision from `memwiki log {ref}`"
-        )
-    return last.parents[0], blob
+    return _before_last_change(repo, rel, ref)
+
+
+def _before_last_change(repo: pygit2.Repository, rel: str, ref: str):
+    """The version before the last change of rel's content, following renames back."""
+    head = gitstore.head_commit(repo)
+    current = _blob_at(head, rel) if head is not None else None
+    current_id = current.id if current is not None else None
+    name, seen = rel, 0
+    for _ in range(_MAX_RENAMES):
+        entries = gitstore.log(repo, name, limit=_MAX_LOG)
+        if not entries and name == rel:
+            raise NotFound(f"{rel} has no history: nothing to restore")
+        renamed_from = None
+        for entry in entries:
+            seen += 1
+            commit = repo[entry.commit].peel(pygit2.Commit)
+            change = next(c for c in entry.changes if name in (c.path, c.old_path))
+            before = change.old_path if change.path == name and change.old_path else name
+            blob = _blob_at(commit.parents[0], before) if commit.parents else None
+            if blob is None:
+                raise StateError(
+                    f"{rel} did not exist before {str(commit.id)[:12]}, which created it: "
+                    f"pass --rev with a revision from `memwiki log {ref}`"
+                )
+            if blob.id != current_id:
+                return commit.parents[0], blob
+            if before != name:  # a rename that kept the content: go on under the old name
+                renamed_from = before
+                break
+        if renamed_from is None:
+            break
+        name = renamed_from
+    raise StateError(f"{rel}: no earlier version differs from this one (looked at {seen} commits)")
 
 
 def restore(wiki, track: str, name: str, rev: str | None = None) -> RestoreResult:

@@ -6,43 +6,40 @@ Crash safety, step by step (a kill -9 can land anywhere):
   stops the sync with the wiki untouched;
 - hand edits are then committed, so the merge works on committed history only; a merge
   commit is written before anything points at it;
-- before the work tree is touched, .memwiki/sync.json records (branch, old, new); the
-  files are updated with a SAFE checkout (it never overwrites an edit made meanwhile) and
-  only then is the branch moved. The next sync finds the record and finishes the job
-  when every file it touches holds its old or its new version; otherwise (a person
-  edited one since) the files are committed as hand edits and merged again: either way
-  nothing is lost;
-- git lock files left by the killed sync (only those created while it ran) are removed;
-  a remote on this machine (libgit2 pushes to those in-process) gets its ref lock
+- the branch is moved by update.py (record, SAFE checkout, move the ref, recover), the
+  protocol memorize commit uses too: a half-done update is finished, or its files are
+  committed as hand edits and merged again; either way nothing is lost;
+- git lock files left by the killed sync (only those created while it ran, which
+  .memwiki/sync.json records) are removed; a ref lock left in a remote on this machine is
   cleared by the next push of any device, which holds memwiki's push lock there.
+
+Hand edits are validated before they are committed: an invalid RecallFile stays
+uncommitted (named, with why, in the result) while every valid edit syncs.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from pathlib import Path, PurePosixPath
 
 import pygit2
-from pygit2.enums import CheckoutStrategy
 
-from ..errors import MemwikiError, StateError, StorageError
+from ..errors import MemwikiError, StateError
 from ..fsutil import atomic_write_text
 from ..lock import FileLock
+from . import network, precommit, update
 from . import repo as gitstore
-from .conflicts import Conflict
-from .credentials import Callbacks, is_push_race, redact, transport
+from .changes import Change, merge_message
+from .conflicts import COPY_RE, Conflict, find_conflict_copies
 from .merge import current_branch_head, make_merge_commit
 from .remotes import (  # noqa: F401 (the devices API in one place)
     DEFAULT_REMOTE,
     add_remote,
     clone,
-    fetch,
     get_remote,
     lookup,
     normalize_url,
@@ -50,6 +47,8 @@ from .remotes import (  # noqa: F401 (the devices API in one place)
     set_upstream,
     upstream_branch,
 )
+
+fetch = network.fetch  # the devices API in one place
 
 LABEL = "remote"  # conflict copies are <stem>.conflict-remote-<sha>.md
 MAX_PUSH_RETRIES = 3
@@ -71,6 +70,10 @@ class SyncResult:
     pushed: bool = False
     conflicts: list[Conflict] = field(default_factory=list)
     retries: int = 0  # pushes refused because another device pushed first
+    changes: list[Change] = field(default_factory=list)  # of the hand-edit commit
+    not_committed: list[dict] = field(default_factory=list)  # [{path, problem}]
+    conflict_copies: list[str] = field(default_factory=list)  # every one in the wiki now
+    messages: list[str] = field(default_factory=list)  # the server's `remote:` lines
 
     def to_dict(self) -> dict:
         """JSON form (the `memwiki sync --json` schema)."""
@@ -84,6 +87,10 @@ class SyncResult:
             "pushed": self.pushed,
             "conflicts": [c.to_dict() for c in self.conflicts],
             "retries": self.retries,
+            "changes": [c.to_dict() for c in self.changes],
+            "not_committed": [dict(p) for p in self.not_committed],
+            "conflict_copies": list(self.conflict_copies),
+            "messages": list(self.messages),
         }
 
 
@@ -100,13 +107,6 @@ def _journal_path(wiki) -> Path:
 
 def _write_journal(wiki, data: dict) -> None:
     atomic_write_text(_journal_path(wiki), json.dumps(data) + "\n")
-
-
-def _note(wiki, key: str, value: dict) -> None:
-    """Add one step to the journal before doing it."""
-    journal = _read_journal(wiki) or {"started": time.time()}
-    journal[key] = value
-    _write_journal(wiki, journal)
 
 
 def _read_journal(wiki) -> dict | None:
@@ -134,133 +134,131 @@ def _remove_stale_git_locks(repo: pygit2.Repository, since: float) -> list[str]:
     return removed
 
 
-def _local_remote_gitdir(url: str) -> str | None:
-    """The git directory of a remote on this machine (file:// or a path), else None."""
-    if transport(url) != "local":
-        return None
-    path = unquote(urlsplit(url).path) if url.startswith("file://") else url
-    try:
-        return pygit2.Repository(path).path
-    except (pygit2.GitError, KeyError, ValueError):
-        return None
-
-
-def _finish_update(repo: pygit2.Repository, ref, old: pygit2.Commit, new: pygit2.Commit) -> bool:
-    """Complete an interrupted checkout of new over old, then move the branch.
-
-    Only if every file the update touches holds exactly its old or its new version: any
-    other content is a person's edit (or a half-written file), which must not be
-    overwritten; the normal flow then commits it as a hand edit and merges again.
-    """
-    workdir = Path(repo.workdir)
-    paths: set[str] = set()
-    for delta in repo.diff(old.tree, new.tree).deltas:
-        paths.update((delta.old_file.path, delta.new_file.path))
-    for path in paths:
-        allowed: set[str | None] = set()
-        for tree in (old.tree, new.tree):
-            try:
-                allowed.add(str(tree[path].id))
-            except KeyError:
-                allowed.add(None)
-        file = workdir / path
-        if file.is_symlink():
-            return False
-        have = str(pygit2.hashfile(str(file))) if file.is_file() else None
-        if have not in allowed:
-            return False
-    try:
-        if paths:
-            # FORCE, but only on those paths, each already checked to be old or new.
-            repo.checkout_tree(new, strategy=CheckoutStrategy.FORCE, paths=sorted(paths))
-        ref.set_target(new.id, "memwiki sync: finish an interrupted update")
-    except (pygit2.GitError, OSError):
-        return False
-    return True
-
-
 def _recover(wiki) -> None:
     """Finish what a killed sync left half done (called holding both locks)."""
     data = _read_journal(wiki)
-    if data is None:
-        return
-    repo = wiki.repo
-    if isinstance(data.get("started"), int | float):
-        _remove_stale_git_locks(repo, float(data["started"]))
-    step = data.get("update")
-    if isinstance(step, dict):
-        try:
-            ref = repo.references.get(str(step["ref"]))
-            old, new = pygit2.Oid(hex=step["old"]), pygit2.Oid(hex=step["new"])
-        except (KeyError, TypeError, ValueError):
-            ref = None
-        if ref is not None and ref.target == old and new in repo:
-            _finish_update(repo, ref, repo[old].peel(pygit2.Commit), repo[new])
+    if data is not None and isinstance(data.get("started"), int | float):
+        _remove_stale_git_locks(wiki.repo, float(data["started"]))
+    update.recover(wiki.repo, update.journal_path(wiki.sidecar))
     _journal_path(wiki).unlink(missing_ok=True)
 
 
-# ---------------------------------------------------------------- network
+def _invalid_hand_edits(wiki) -> list[dict]:
+    """Changed RecallFiles that memwiki's own checks (the pre-commit ones) would refuse."""
+    from .. import recallfile as rfmod
 
-
-_LOCK_FAILURE = re.compile(r"failed to lock file '([^']+\.lock)'")
-
-
-def _push_once(remote: pygit2.Remote, ref_name: str, upstream: str, config) -> bool | str:
-    """True pushed, False refused because the remote moved, or the text of another refusal."""
-    callbacks = Callbacks(remote.url, config)
-    try:
-        remote.push([f"{ref_name}:refs/heads/{upstream}"], callbacks=callbacks)
-    except pygit2.GitError as exc:
-        if is_push_race(exc):
-            return False
-        if _LOCK_FAILURE.search(str(exc)):
-            return str(exc)
-        raise callbacks.error(exc, "push to") from None
-    if callbacks.rejected:
-        return False if callbacks.push_raced() else "; ".join(callbacks.rejected.values())
-    return True
-
-
-def _push(remote: pygit2.Remote, ref_name: str, upstream: str, config) -> bool:
-    """Push the branch; False when refused because the remote moved (fetch and retry)."""
-    gitdir = _local_remote_gitdir(remote.url)
-    if gitdir is None:
-        outcome = _push_once(remote, ref_name, upstream, config)
-    else:
-        # libgit2 pushes to a remote on this machine (or a shared disk) inside this process,
-        # so a killed sync leaves the remote's ref lock behind and blocks every device. Local
-        # pushes take this lock; whoever holds it knows that a leftover ref lock is stale.
-        with FileLock(Path(gitdir) / "memwiki-push.lock", timeout=60):
-            outcome = _push_once(remote, ref_name, upstream, config)
-            stale = _LOCK_FAILURE.search(outcome) if isinstance(outcome, str) else None
-            if stale and Path(stale.group(1)).resolve().is_relative_to(Path(gitdir).resolve()):
-                Path(stale.group(1)).unlink(missing_ok=True)
-                outcome = _push_once(remote, ref_name, upstream, config)
-    if isinstance(outcome, str):
-        raise StorageError(f"{redact(remote.url)} refused the push of {upstream}: {outcome}")
-    return outcome
+    found = []
+    for rel in gitstore.pending_paths(wiki.repo):
+        parts = PurePosixPath(rel).parts
+        path = wiki.root / rel
+        if (
+            len(parts) < 2
+            or not rel.endswith(".md")
+            or any(p.startswith(".") for p in parts)
+            or COPY_RE.match(parts[-1])
+            or not path.is_file()
+            or not (wiki.root / parts[0]).is_dir()
+        ):
+            continue
+        _, problems = rfmod.try_read(path, parts[0], rel)
+        if problems:
+            why = "; ".join(f"line {p.line}: {p.message}" for p in problems)
+            found.append({"path": rel, "problem": why})
+    return found
 
 
 # ---------------------------------------------------------------- sync
 
 
 def _merge_message(remote: str, upstream: str, conflicts: list[Conflict]) -> str:
-    lines = [f"memwiki sync: merge {remote}/{upstream}", ""]
-    if conflicts:
-        lines.append("Conflicts (both versions kept):")
-        for c in conflicts:
-            lines.append(f"- {c.path} -> {c.copy}" if c.copy else f"- {c.path} ({c.kind})")
-        lines.append("")
-    return "\n".join(lines)
+    return merge_message(
+        f"memwiki sync: merge {remote}/{upstream}", [c.to_dict() for c in conflicts]
+    )
 
 
-def _integrate(wiki, result: SyncResult, tracking: str, upstream: str, checkpoint) -> None:
+def _renamed_from(repo, held: set[str]) -> set[str]:
+    """Deleted paths whose content is a held-back file: the other half of a rename stays too."""
+    head = gitstore.head_commit(repo)
+    if not held or head is None:
+        return set()
+    ids = set()
+    for rel in held:
+        try:
+            ids.add(pygit2.hashfile(str(Path(repo.workdir) / rel)))
+        except (OSError, pygit2.GitError):
+            continue
+    out = set()
+    for rel in gitstore.pending_paths(repo):
+        if (Path(repo.workdir) / rel).exists():
+            continue
+        try:
+            if head.tree[rel].id in ids:
+                out.add(rel)
+        except KeyError:
+            continue
+    return out
+
+
+def _without_sidecar(repo, ours, theirs, target, where: str):
+    """target, or a merge like it without .memwiki/ when another device committed its sidecar.
+
+    Checking such a tree out would overwrite this device's own sidecar (locks, journal).
+    """
+    commit = repo[target].peel(pygit2.Commit)
+    if gitstore.SIDECAR_PREFIX.rstrip("/") not in commit.tree:
+        return target
+    index = pygit2.Index()
+    index.read_tree(commit.tree)
+    for path in [e.path for e in index if e.path.startswith(gitstore.SIDECAR_PREFIX)]:
+        index.remove(path)
+    sig = gitstore.signature(repo)
+    if target == theirs.id:  # was a fast-forward: now a merge, so the sidecar stays out
+        message = merge_message(f"memwiki sync: merge {where}", [])
+    else:
+        message = commit.message
+    message = message.rstrip("\n") + "\n\nLeft out: .memwiki/ (never committed)\n"
+    tree = index.write_tree(repo)
+    return repo.create_commit(None, sig, sig, message, tree, [ours.id, theirs.id])
+
+
+def _untracked_upstream(repo, ours, target) -> dict[str, bytes]:
+    """Files the update deletes, as they are on disk: maybe another device untracked them."""
+    kept = {}
+    for delta in repo.diff(ours.tree, target.peel(pygit2.Commit).tree).deltas:
+        if delta.status_char() == "D":
+            path = Path(repo.workdir) / delta.old_file.path
+            if path.is_file() and not path.is_symlink():
+                kept[delta.old_file.path] = path.read_bytes()
+    return kept
+
+
+def _put_back(wiki, repo, kept: dict[str, bytes]) -> None:
+    """A file another device stopped tracking (`memwiki untrack-ignored`) stays on this one."""
+    from ..fsutil import atomic_write_bytes
+
+    for rel, data in kept.items():
+        path = wiki.root / rel
+        if not path.exists() and repo.path_is_ignored(rel):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(path, data)
+
+
+def _integrate(wiki, config, result: SyncResult, tracking: str, upstream: str, checkpoint) -> None:
     """Bring the remote's commits into the branch (fast-forward or merge); hold the lock."""
     repo = wiki.repo
     # Hand edits become a commit that takes part in the merge: the checkout below can then
-    # never be refused by (or overwrite) them.
-    committed, _ = gitstore.commit_all(repo, None)
-    result.committed = result.committed or committed
+    # never be refused by (or overwrite) them. Invalid RecallFiles stay out of it.
+    refused = _invalid_hand_edits(wiki)
+    skip = {p["path"] for p in refused}
+    # In a wiki with pre-commit installed, its hooks check what sync commits, as for `git commit`.
+    others = [p for p in gitstore.pending_paths(repo) if p not in skip]
+    refused += precommit.refused_by_hooks(wiki.root, others, config.child_env)
+    skip = {p["path"] for p in refused} | _renamed_from(repo, {p["path"] for p in refused})
+    result.not_committed = refused
+    committed, changes = gitstore.commit_all(repo, None, skip=skip)
+    if committed:
+        result.committed = committed
+        result.changes = list(changes)
     checkpoint("committed")
     ref_name, ours = current_branch_head(repo)
     theirs = lookup(repo, tracking)
@@ -270,26 +268,33 @@ def _integrate(wiki, result: SyncResult, tracking: str, upstream: str, checkpoin
     walker.hide(ours.id)
     result.fetched += sum(1 for _ in walker)
     if repo.descendant_of(theirs.id, ours.id):
-        conflicts: list
-        target, kind, conflicts = theirs.id, "fast-forward", []
+        conflicts: list[Conflict] = []
+        target, kind = theirs.id, "fast-forward"
     else:
         target, conflicts = make_merge_commit(
             repo, ours, theirs, LABEL, lambda found: _merge_message(result.remote, upstream, found)
         )
         kind = "merge"
+    cleaned = _without_sidecar(repo, ours, theirs, target, f"{result.remote}/{upstream}")
+    if cleaned != target:
+        target, kind = cleaned, "merge"
+    journal = update.journal_path(wiki.sidecar)
+    update.record(journal, ref_name, ours.id, target)
     checkpoint("merge-made")
-    _note(wiki, "update", {"ref": ref_name, "old": str(ours.id), "new": str(target)})
-    try:
-        # SAFE: a file someone changed after our hand-edit commit is never overwritten.
-        repo.checkout_tree(repo[target], strategy=CheckoutStrategy.SAFE)
-    except pygit2.GitError as exc:
-        raise StorageError(
-            f"a wiki file was edited while sync was updating the files ({exc}); nothing was "
-            "lost: run `memwiki sync` again"
-        ) from None
-    checkpoint("checked-out")
-    repo.references[ref_name].set_target(target, f"memwiki sync: {kind} {tracking}")
-    checkpoint("ref-moved")
+    in_the_way = (
+        "a wiki file was edited while sync was updating the files; nothing was lost: "
+        "run `memwiki sync` again"
+    )
+    if skip:
+        names = ", ".join(sorted(skip))
+        in_the_way = (
+            f"{names} is not committed (invalid) and the remote changed it: "
+            "fix it and run `memwiki sync` again"
+        )
+    kept = _untracked_upstream(repo, ours, repo[target])
+    message = f"memwiki sync: {kind} {tracking}"
+    update.apply(repo, journal, ref_name, target, message, in_the_way, checkpoint)
+    _put_back(wiki, repo, kept)
     result.merged = "merge" if "merge" in (kind, result.merged) else kind
     result.conflicts.extend(conflicts)
 
@@ -305,7 +310,7 @@ def sync(
     """Fetch, commit hand edits, fast-forward or merge (conflict copies), push; retry a race."""
     checkpoint = _checkpoint or _noop
     repo = wiki.repo
-    handle = get_remote(repo, remote)
+    get_remote(repo, remote)
     # One sync at a time; the wiki lock itself is only held while local files and refs
     # change, so a slow network never blocks the agents' own writes.
     with FileLock(wiki.sidecar / "sync.lock", timeout=120):
@@ -320,17 +325,19 @@ def sync(
             tracking = f"refs/remotes/{remote}/{upstream}"
             # The network first: a remote that cannot be reached (or a wrong key) stops the
             # sync before anything in the wiki changes; hand edits are committed right after.
-            fetch(handle, config)
+            result.messages += network.fetch(repo, remote, config)
             checkpoint("fetched")
             while True:
                 with wiki.write_lock():
-                    _integrate(wiki, result, tracking, upstream, checkpoint)
+                    _integrate(wiki, config, result, tracking, upstream, checkpoint)
                 theirs = lookup(repo, tracking)
                 if theirs is not None and theirs.id == repo.references[ref_name].target:
                     break
                 if _before_push is not None:
                     _before_push()
-                if _push(handle, ref_name, upstream, config):
+                outcome = network.push(repo, remote, ref_name, upstream, config)
+                result.messages += outcome.messages
+                if outcome.pushed:
                     result.pushed = True
                     checkpoint("pushed")
                     break
@@ -340,10 +347,13 @@ def sync(
                         "times because other devices pushed first; run `memwiki sync` again"
                     )
                 result.retries += 1
-                fetch(handle, config)
+                result.messages += network.fetch(repo, remote, config)
             with wiki.write_lock():
                 set_upstream(repo, branch, remote, upstream)
             result.commit = str(repo.references[ref_name].target)
+            result.conflict_copies = [
+                p.relative_to(wiki.root).as_posix() for p in find_conflict_copies(wiki.root)
+            ]
         except MemwikiError:
             # A handled failure leaves the wiki consistent: nothing for the next sync to finish.
             _journal_path(wiki).unlink(missing_ok=True)

@@ -29,8 +29,15 @@ EXTRA_STOP_WORDS = frozenset(
 )
 
 
+def _whoosh() -> None:
+    from .whoosh_light import import_whoosh
+
+    import_whoosh()
+
+
 def analyzer():
     """Tokenise, lower-case, drop stop words, stem: the same at index and at query time."""
+    _whoosh()
     from whoosh.analysis import STOP_WORDS, StemmingAnalyzer
 
     return StemmingAnalyzer(stoplist=STOP_WORDS | EXTRA_STOP_WORDS)
@@ -38,6 +45,7 @@ def analyzer():
 
 def schema():
     """The Whoosh schema of an item."""
+    _whoosh()
     from whoosh.fields import ID, TEXT, Schema
 
     ana = analyzer()
@@ -64,6 +72,7 @@ def _doc(item: Item) -> dict:
 
 def create(directory: Path, items: Iterable[Item]) -> int:
     """Build a new index in directory from scratch; returns its generation."""
+    _whoosh()
     from whoosh import index
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -90,6 +99,7 @@ def update(
     directory: Path, removed_paths: Iterable[str], added: Iterable[Item], optimize: bool
 ) -> int:
     """Delete the items of removed paths and add new items, in one Whoosh commit."""
+    _whoosh()
     from whoosh import index
 
     ix = index.open_dir(str(directory), indexname=INDEX_NAME)
@@ -131,23 +141,57 @@ def query_terms(text: str) -> list[str]:
     return list(seen)
 
 
+def open_searcher(directory: Path, generation: int | None = None):
+    """A Whoosh searcher on one committed generation, its files opened now.
+
+    A reader opens the generation its manifest names before any slow work: a writer's
+    next commit deletes older Whoosh files, and an open (mapped) file outlives that.
+    """
+    _whoosh()
+    from whoosh.filedb.filestore import FileStorage
+    from whoosh.index import TOC
+    from whoosh.reading import EmptyReader, MultiReader, SegmentReader
+    from whoosh.searching import Searcher
+
+    storage = FileStorage(str(directory), readonly=True)
+    toc = TOC.read(
+        storage, INDEX_NAME, gen=None if generation is None or generation < 0 else generation
+    )
+    readers = [
+        SegmentReader(storage, toc.schema, seg, generation=toc.generation) for seg in toc.segments
+    ]
+    if not readers:
+        return Searcher(EmptyReader(toc.schema))
+    if len(readers) == 1:
+        return Searcher(readers[0])
+    return Searcher(MultiReader(readers, generation=toc.generation))
+
+
 def search(
-    directory: Path, query: str, limit: int, track: str | None = None
+    directory: Path, query: str, limit: int, track: str | None = None, searcher=None
 ) -> list[tuple[str, float]]:
-    """Top items for the query as (item id, BM25F score): OR of every query term in every field."""
-    from whoosh import index
+    """Top items for the query as (item id, BM25F score): OR of every query term in every field.
+
+    With `searcher` (from open_searcher) the search uses it; otherwise it opens the
+    newest generation in directory.
+    """
+    _whoosh()
     from whoosh.query import Or, Term
 
     terms = query_terms(query)
     if not terms:
         return []
-    ix = index.open_dir(str(directory), indexname=INDEX_NAME)
     q = Or([Term(field, t) for field in FIELD_BOOSTS for t in terms])
     # Preloading every match into an array and scoring in bulk is about twice as fast
     # as Whoosh's default binary tree of union matchers for OR queries like ours.
     q.matcher_type = Or.ARRAY_MATCHER
     filt = Term("track", track) if track else None
-    with ix.searcher() as searcher:
+    own = searcher is None
+    searcher = open_searcher(directory) if own else searcher
+    try:
         # Whoosh's block-quality skipping costs more than it saves on OR queries this size.
         hits = searcher.search(q, limit=limit, filter=filt, optimize=False)
         return [(hit["id"], float(hit.score)) for hit in hits]
+    finally:
+        if own:
+            searcher.close()

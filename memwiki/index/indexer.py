@@ -19,48 +19,29 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..errors import StateError
 from . import bm25
 from . import manifest as st
 from .chunker import Item, chunk
+from .snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from ..embed import Embedder
 
 READER_WAIT_S = 5.0  # how long a reader waits for a writer before using the older index
+ITEMS_PER_FILE_GUESS = 5  # for sizing a first build before any file is chunked
+OPEN_ATTEMPTS = 5  # a reader whose generation vanished before it opened it tries the newer one
+
+
+class IndexBusy(StateError):
+    """No index to read yet, and another process is building it (only with a deadline)."""
 
 
 def print_to_stderr(message: str) -> None:
     """Progress and warnings of index work: one `memwiki: ` line on stderr."""
     print(f"memwiki: {message}", file=sys.stderr)
-
-
-@dataclass
-class Snapshot:
-    """One consistent, complete index as a reader sees it."""
-
-    root: Path
-    directory: Path
-    state: st.State
-    embedder: object | None = None
-    embedder_note: str = ""
-    stale: bool = False
-    updated_files: int = 0
-    _matrix: object | None = field(default=None, repr=False)
-
-    @property
-    def bm25_dir(self) -> Path:
-        """The Whoosh directory of this snapshot."""
-        return self.directory / self.state.bm25_dir
-
-    def matrix(self):
-        """The item vector matrix (loaded on first use), or None without vectors."""
-        if self._matrix is None and self.state.vectors_file:
-            from .vectors import load_matrix
-
-            self._matrix = load_matrix(
-                self.directory / self.state.vectors_file,
-                len(self.state.rows),
-                self.state.embedder["dim"],
-            )
-        return self._matrix
 
 
 @dataclass
@@ -87,20 +68,22 @@ class Index:
         self.config = config if config is not None else wiki.config
         self.notify = notify
         self._embedder_loaded = False
-        self._embedder = None
+        self._embedder: Embedder | None = None
         self._embedder_note = ""
         self._loaded: tuple[tuple, st.State] | None = None
 
     # ------------------------------------------------------------ embedder
 
-    def embedder(self):
+    def embedder(self, threads: int | None = None):
         """The configured embedder (loaded once), or None with a reason in embedder_note."""
         if not self._embedder_loaded:
             from ..embed import load_embedder
 
             sidecar = self.wiki.sidecar
             sidecar.mkdir(parents=True, exist_ok=True)
-            self._embedder, self._embedder_note = load_embedder(self.config, stamp_dir=sidecar)
+            self._embedder, self._embedder_note = load_embedder(
+                self.config, stamp_dir=sidecar, threads=threads
+            )
             self._embedder_loaded = True
         return self._embedder
 
@@ -108,6 +91,19 @@ class Index:
     def embedder_note(self) -> str:
         """Why there is no embedder, or what it is."""
         return self._embedder_note
+
+    @property
+    def embedder_loaded(self) -> bool:
+        """True once embedder() has run in this process (the model is then warm)."""
+        return self._embedder_loaded
+
+    def model_key(self, embedder) -> dict:
+        """The {provider, model, dim} vectors of this embedder carry."""
+        return self._model_key(embedder)
+
+    def vectors_wanted(self, state: st.State) -> bool:
+        """True when a vector search on state would need embedding work first."""
+        return self._vectors_wanted(state)
 
     def _model_key(self, embedder) -> dict:
         return {"provider": embedder.provider, "model": embedder.model, "dim": int(embedder.dim)}
@@ -168,38 +164,97 @@ class Index:
         """The committed state and why it cannot be used (or None), without updating it."""
         return self._load()
 
-    def snapshot(self, need_vectors: bool = True) -> Snapshot:
-        """A fresh, complete index: brought up to date first unless another writer holds it."""
+    def snapshot(
+        self,
+        need_vectors: bool = True,
+        inline_limit: int | None = None,
+        deadline: float | None = None,
+        status: dict | None = None,
+    ) -> Snapshot:
+        """A fresh, complete index, its files open: brought up to date first unless another writer holds it.
+
+        need_vectors: embed what has no vector yet. With inline_limit, that is done only
+        when about that many items or fewer need it; larger work is left (BM25 is brought
+        up to date alone) for a background reindex. deadline (time.monotonic()) bounds
+        how long a reader waits for another writer. status, when given, records what
+        this call is doing ("stage": "reading" or "updating"), for a caller that may
+        give up waiting.
+        """
+        status = status if status is not None else {}
+        for attempt in range(OPEN_ATTEMPTS):
+            try:
+                return self._snapshot_once(need_vectors, inline_limit, deadline, status)
+            except FileNotFoundError:
+                # A writer removed a generation between our reading state.pkl and opening
+                # its files: the state naming the newer files is already committed.
+                self._loaded = None
+                time.sleep(0.02 * (attempt + 1))
+        # Still missing: not a race but damage, which the search detects and repairs.
+        self._strict = False
+        try:
+            return self._snapshot_once(need_vectors, inline_limit, deadline, status)
+        finally:
+            self._strict = True
+
+    def _snapshot_once(self, need_vectors, inline_limit, deadline, status) -> Snapshot:
+        status["stage"] = "reading"
         state, problem = self._load()
+        embed = need_vectors
         if problem is None:
             assert state is not None  # no problem means there is a state
             changes, _ = st.scan(self.root, state)
-            if not changes and not (need_vectors and self._vectors_wanted(state)):
-                return self._snap(state)
+            if inline_limit is not None and embed:
+                embed = self._embed_estimate(state, changes) <= inline_limit
+            # A progressive reader leaves the model check to its vector thread, so that a
+            # fresh index is read without loading the model first.
+            check_model = inline_limit is None
+            if not changes and not (embed and self._vectors_wanted(state, check_model)):
+                return self._snap(state).open(vector_file=need_vectors)
+        else:
+            status["needs_build"] = True
+            if inline_limit is not None and embed:
+                # A first build or a repair: a small wiki is embedded at once, a larger one
+                # gets BM25 now and its vectors from the background build.
+                embed = len(st.walk(self.root)) * ITEMS_PER_FILE_GUESS <= inline_limit
         lock = self.lock()
         if not lock.try_acquire():
-            waited = self._wait(lock, forever=problem is not None)
+            waited = self._wait(lock, forever=problem is not None, deadline=deadline)
             if not waited:
+                if problem is not None:
+                    status["needs_build"] = True
+                    raise IndexBusy("another process is building the index; try again shortly")
                 self.notify("another process is updating the index; results may be slightly behind")
-                return self._snap(state, stale=True)
+                return self._snap(state, stale=True).open(vector_file=need_vectors)
         try:
-            report = self._update_locked(need_vectors)
+            status["stage"] = "updating"
+            report = self._update_locked(embed)
             snap = self._snap(report.state, updated=len(report.indexed) + len(report.removed))
             snap._matrix = report.matrix
-            return snap
+            return snap.open(vector_file=need_vectors)
         finally:
+            status["stage"] = "reading"
             lock.release()
 
-    def _wait(self, lock, forever: bool) -> bool:
-        deadline = time.monotonic() + (lock.timeout if forever else READER_WAIT_S)
-        while time.monotonic() < deadline:
+    def _embed_estimate(self, state: st.State, changes: st.Changes) -> int:
+        """About how many items a vector-complete update would embed now."""
+        if not state.vectors_file:
+            return len(state.rows) + len(changes.changed) * 5
+        per_file = len(state.rows) / max(1, len(state.files))
+        return len(state.unembedded) + int(len(changes.changed) * per_file + 0.5)
+
+    def _wait(self, lock, forever: bool, deadline: float | None = None) -> bool:
+        until = time.monotonic() + (lock.timeout if forever else READER_WAIT_S)
+        until = min(until, deadline) if deadline is not None else until
+        while time.monotonic() < until:
             if lock.try_acquire():
                 return True
             time.sleep(0.05)
         return False
 
-    def _vectors_wanted(self, state: st.State) -> bool:
+    def _vectors_wanted(self, state: st.State, check_model: bool = True) -> bool:
         """True when a vector search would need embedding work first."""
+        if not check_model and state.vectors_file and not state.unembedded:
+            return False
         if state.unembedded:
             return self.embedder() is not None
         if state.vectors_file is None:
@@ -208,7 +263,14 @@ class Index:
         return emb is not None and state.embedder != self._model_key(emb)
 
     def _snap(self, state, stale=False, updated=0) -> Snapshot:
-        return Snapshot(self.root, self.directory, state, stale=stale, updated_files=updated)
+        return Snapshot(
+            self.root,
+            self.directory,
+            state,
+            stale=stale,
+            updated_files=updated,
+            strict=getattr(self, "_strict", True),
+        )
 
     # ------------------------------------------------------------ writing
 
@@ -350,7 +412,7 @@ class Index:
         from .vectors import fill_matrix  # numpy: not on the BM25-only path
 
         report.embedded, report.matrix = fill_matrix(
-            self.directory, self.root, old, new, added_rows, items, emb, key, keep
+            self.directory, self.root, old, new, added_rows, items, emb, key, keep, self.notify
         )
 
     def _cleanup(self, state: st.State) -> None:

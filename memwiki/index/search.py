@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from . import bm25
 from .indexer import Index, Snapshot, print_to_stderr
@@ -102,12 +102,18 @@ class RetrievalResult:
         """The result files' paths, best first."""
         return [r.path for r in self.results]
 
+    def mode_line(self) -> str:
+        """Which lists made the answer (and why vectors were left out, if they were)."""
+        note = self.index.get("note")
+        return f"<!-- memwiki mode: {self.mode}{f' ({note})' if note else ''} -->"
+
     def to_markdown(self) -> str:
         """A compact block an agent can paste into its context."""
         if not self.results:
             return f'<!-- memwiki: no memory matches "{self.query}" -->\n'
         n = len(self.results)
         out = [f'<!-- memwiki: {n} file{"" if n == 1 else "s"} for "{self.query}" -->']
+        out.append(self.mode_line())
         for r in self.results:
             mark = f" (unresolved conflict copy of {r.conflict_of})" if r.conflict_of else ""
             owner = f" (project: {', '.join(r.projects)})" if r.projects else ""
@@ -177,8 +183,16 @@ def retrieve(
     fusion: str = "score",
     vector_weight: float = VECTOR_WEIGHT,
     project: str | None = None,
+    deadline: float | None = None,
+    background: bool = False,
+    status: dict | None = None,
 ) -> RetrievalResult:
-    """Search the wiki: fresh index, BM25 and vector candidates, fusion, files, sections."""
+    """Search the wiki: fresh index, BM25 and vector candidates, fusion, files, sections.
+
+    deadline (a time.monotonic() value) makes the answer progressive: BM25 first, vectors
+    only if they are ready by then. background: vector work larger than a few files is
+    left to one background reindex instead of blocking the answer (index/progressive.py).
+    """
     from ..errors import InvalidInput, StateError
 
     if mode not in MODES:
@@ -192,26 +206,51 @@ def retrieve(
 
         check_slug(track, "track")
     index = index or Index(wiki, config, notify=notify)
-    embedder = index.embedder() if mode != "bm25" else None
-    if mode == "vector" and embedder is None:
-        raise StateError(f"vector mode needs an embedder: {index.embedder_note}")
-    used_mode = mode if embedder is not None or mode == "bm25" else "bm25"
-    snap = index.snapshot(need_vectors=used_mode != "bm25")
+    progressive = deadline is not None or background
+    status = status if status is not None else {}
+    if progressive:
+        from . import progressive as prog
+
+        clock = prog.Clock()
+        snap = prog.open_snapshot(index, mode, deadline, status, notify)
+        used_mode = mode
+    else:
+        embedder = index.embedder() if mode != "bm25" else None
+        if mode == "vector" and embedder is None:
+            raise StateError(f"vector mode needs an embedder: {index.embedder_note}")
+        used_mode = mode if embedder is not None or mode == "bm25" else "bm25"
+        snap = index.snapshot(need_vectors=used_mode != "bm25")
     rows = snap.state.rows
     bm25_hits: list[tuple[int, float]] = []
     vector_hits: list[tuple[int, float]] = []
-    if used_mode in ("hybrid", "bm25") and query.strip():
+    if (used_mode in ("hybrid", "bm25") or progressive) and query.strip():
         try:
-            hits = bm25.search(snap.bm25_dir, query, candidates, track)
+            hits = bm25.search(snap.bm25_dir, query, candidates, track, searcher=snap.searcher())
         except Exception as exc:  # a Whoosh file damaged or deleted behind the manifest's back
             notify(f"index damaged (BM25 {type(exc).__name__}); rebuilding it")
-            index.update(full=True, need_vectors=used_mode != "bm25")
-            snap = index.snapshot(need_vectors=used_mode != "bm25")
+            index.update(full=True, need_vectors=used_mode != "bm25" and not progressive)
+            snap = index.snapshot(need_vectors=used_mode != "bm25" and not progressive)
             rows = snap.state.rows
-            hits = bm25.search(snap.bm25_dir, query, candidates, track)
+            hits = bm25.search(snap.bm25_dir, query, candidates, track, searcher=snap.searcher())
         row_of = {r.id: i for i, r in enumerate(rows)}
         bm25_hits = [(row_of[h], s) for h, s in hits if h in row_of]
-    if used_mode in ("hybrid", "vector") and query.strip():
+    job = None
+    note = ""
+    want_vectors = used_mode in ("hybrid", "vector") and bool(query.strip())
+    if progressive and want_vectors and not prog.vectors_fit(index, deadline, clock):
+        used_mode, note = "bm25", "BM25 only: vectors would not be ready within the deadline"
+    elif progressive and want_vectors:
+        job = prog.VectorJob(
+            index, snap, lambda sn, emb: _vector_hits(sn, emb, query, track, candidates), deadline
+        )
+        found = job.result()
+        if found is None:  # not ready in time (or no vectors yet): the BM25 answer stands
+            used_mode, note = "bm25", job.reason
+        else:
+            vector_hits = found
+            if used_mode == "vector":
+                bm25_hits = []
+    elif want_vectors:
         vector_hits = _vector_hits(snap, embedder, query, track, candidates)
     if fusion == "rrf":
         fused = rrf([[i for i, _ in hits] for hits in (bm25_hits, vector_hits) if hits])
@@ -220,7 +259,7 @@ def retrieve(
     fused, scope = scope_to_project(rows, fused, project, query)
     results = _rollup(snap, fused, k)
     _fill_sections(snap, results, fused, budget)
-    facts: dict[str, Any] = {
+    facts: dict[str, object] = {
         "files": sum(1 for f in snap.state.files.values() if not f.problem),
         "items": len(rows),
         "embedder": snap.state.embedder if used_mode != "bm25" else None,
@@ -230,9 +269,28 @@ def retrieve(
     }
     if scope:
         facts["project_named"] = scope
-    if used_mode != mode:
+    if progressive:
+        facts.update(_progress_facts(snap, job, mode, index.config, background, index))
+        if note:
+            facts["note"] = note
+    elif used_mode != mode:
         facts["note"] = f"BM25 only: {index.embedder_note}"
+    snap.close()
     return RetrievalResult(query, used_mode, results, facts)
+
+
+def _progress_facts(snap, job, mode, config, background, index) -> dict:
+    """What a progressive answer says about its vectors, and the background build it started."""
+    from . import progressive as prog
+
+    facts = {"pending_items": snap.pending, "background_reindex": False}
+    if background and mode != "bm25" and prog.vectors_need_work(snap, job, config):
+        from . import background as bg
+
+        with contextlib.suppress(OSError):  # the answer matters more than the background build
+            facts["background_reindex"] = bg.start(index.root, index.wiki.sidecar)
+        facts["background_running"] = True
+    return facts
 
 
 def scope_to_project(

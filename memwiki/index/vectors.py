@@ -11,12 +11,29 @@ CACHE_LIMIT = 50_000  # vectors kept for texts no longer in the wiki
 MAX_CHUNKS = 32
 
 
-def load_matrix(path: Path, rows: int, dim: int) -> np.ndarray:
-    """Load the vector matrix; raises ValueError when it does not have the expected shape."""
-    matrix = np.load(path, allow_pickle=False)
-    if matrix.shape != (rows, dim) or matrix.dtype != np.float32:
-        raise ValueError(f"vector matrix has shape {matrix.shape}, expected {(rows, dim)}")
-    return matrix
+def load_matrix(source, rows: int, dim: int) -> np.ndarray:
+    """Map the vector matrix read-only (a path or an open binary file); ValueError on a wrong shape.
+
+    Memory-mapped, so a large wiki's matrix costs only the pages a search touches, and an
+    already open file keeps answering after a writer has removed its name.
+    """
+    fh = open(source, "rb") if isinstance(source, str | Path) else source  # noqa: SIM115
+    try:
+        fh.seek(0)
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+        else:
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+        if shape != (rows, dim) or dtype != np.float32 or fortran:
+            raise ValueError(f"vector matrix has shape {shape}, expected {(rows, dim)}")
+        if rows == 0:
+            return np.zeros((0, dim), dtype=np.float32)
+        mapped = np.memmap(fh, dtype=np.float32, mode="r", offset=fh.tell(), shape=shape)
+        return mapped.view(np.ndarray)
+    finally:
+        if fh is not source:
+            fh.close()
 
 
 def save_matrix(path: Path, matrix: np.ndarray) -> None:
@@ -127,7 +144,16 @@ def top_n(
 
 
 def fill_matrix(
-    directory: Path, root: Path, old, new, added_rows, items, embedder, key: dict, keep=None
+    directory: Path,
+    root: Path,
+    old,
+    new,
+    added_rows,
+    items,
+    embedder,
+    key: dict,
+    keep=None,
+    notify=None,
 ) -> tuple[int, np.ndarray]:
     """Write new.vectors_file: kept rows copied, the rest from the old matrix, the cache or the embedder.
 
@@ -166,7 +192,7 @@ def fill_matrix(
             if sha not in known and sha not in texts:
                 texts[sha] = by_sha.get(sha) or embed_text_of(root, new.rows[i])
         if texts:
-            fresh = embed_with_progress(embedder, list(texts.values()))
+            fresh = embed_with_progress(embedder, list(texts.values()), notify)
             known.update(zip(texts, fresh, strict=True))
             cache.add(list(texts), fresh)
     missing: set[int] = set()
@@ -209,19 +235,92 @@ def embed_text_of(root: Path, row) -> str:
 EMBED_BATCH = 64
 
 
-def embed_with_progress(embedder, texts: list[str]) -> np.ndarray:
-    """Embed texts, with a progress bar on stderr when it is a terminal and the job is large."""
+def prefill_cache(directory: Path, root: Path, state, embedder, key: dict, notify) -> int:
+    """Embed every item of state that has no vector yet into the embedding cache.
+
+    Runs without the writer lock (a background build): readers and writers go on, and
+    the locked update that follows only copies vectors from the cache. Work is saved in
+    slices, so a killed build loses at most one slice. Returns how many were embedded.
+    """
+    import hashlib
+    import time
+
+    reuse = bool(state.vectors_file) and state.embedder == key
+    todo = sorted(state.unembedded) if reuse else range(len(state.rows))
+    cache = EmbeddingCache(directory / "cache", key)
+    shas = [state.rows[i].sha for i in todo]
+    known = cache.lookup(shas)
+    texts: dict[str, str] = {}
+    for i in todo:
+        row = state.rows[i]
+        if row.sha in known or row.sha in texts:
+            continue
+        try:
+            text = embed_text_of(root, row)
+        except (OSError, UnicodeDecodeError):
+            continue
+        # The file may have changed since the state was written: keep only exact texts.
+        if hashlib.sha256(text.encode("utf-8")).hexdigest() == row.sha:
+            texts[row.sha] = text
+    total = len(texts)
+    if not total:
+        return 0
+    keys, values = list(texts), list(texts.values())
+    step = max(EMBED_BATCH, total // 10)
+    started = time.monotonic()
+    notify(f"embedding {total} items in the background")
+    for start in range(0, total, step):
+        vecs = np.asarray(embedder.embed(values[start : start + step]), dtype=np.float32)
+        cache.add(keys[start : start + step], vecs)
+        done = min(total, start + step)
+        rate = done / max(time.monotonic() - started, 1e-9)
+        notify(
+            f"embedding {done}/{total} items ({100 * done // total}%, {rate:.0f} items/s, "
+            f"about {(total - done) / rate:.0f} s left)"
+        )
+    return total
+
+
+PROGRESS_EVERY_S = 5.0
+
+
+def embed_with_progress(embedder, texts: list[str], notify=None) -> np.ndarray:
+    """Embed texts; large jobs report progress on stderr.
+
+    A terminal gets a rich bar; anything else (a log, an agent's pipe) gets plain lines
+    through notify, every 10% or every 5 seconds, whichever comes first, so that a
+    long first build never looks like a hang. notify=None: silent.
+    """
     import sys
+    import time
 
-    if len(texts) <= EMBED_BATCH or not sys.stderr.isatty():
+    if len(texts) <= EMBED_BATCH or notify is None:
         return np.asarray(embedder.embed(texts), dtype=np.float32)
-    from rich.console import Console
-    from rich.progress import Progress
-
     parts = []
-    with Progress(transient=True, console=Console(file=sys.stderr)) as progress:
-        task = progress.add_task("embedding", total=len(texts))
-        for i in range(0, len(texts), EMBED_BATCH):
-            parts.append(embedder.embed(texts[i : i + EMBED_BATCH]))
-            progress.advance(task, len(parts[-1]))
+    if sys.stderr.isatty():
+        from rich.console import Console
+        from rich.progress import Progress
+
+        with Progress(transient=True, console=Console(file=sys.stderr)) as progress:
+            task = progress.add_task("embedding", total=len(texts))
+            for i in range(0, len(texts), EMBED_BATCH):
+                parts.append(embedder.embed(texts[i : i + EMBED_BATCH]))
+                progress.advance(task, len(parts[-1]))
+        return np.concatenate(parts).astype(np.float32)
+    total, done = len(texts), 0
+    started = last_time = time.monotonic()
+    last_share = 0
+    notify(f"embedding {total} items")
+    for i in range(0, total, EMBED_BATCH):
+        parts.append(embedder.embed(texts[i : i + EMBED_BATCH]))
+        done += len(parts[-1])
+        now, share = time.monotonic(), done * 10 // total
+        if done < total and (share > last_share or now - last_time >= PROGRESS_EVERY_S):
+            rate = done / max(now - started, 1e-9)
+            notify(
+                f"embedding {done}/{total} items ({100 * done // total}%, "
+                f"{rate:.0f} items/s, about {(total - done) / rate:.0f} s left)"
+            )
+            last_time, last_share = now, share
+    notify(f"embedded {total} items in {time.monotonic() - started:.1f} s")
     return np.concatenate(parts).astype(np.float32)

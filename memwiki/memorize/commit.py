@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING, Any
 import pygit2
 
 from ..errors import StateError
-from ..git import merge
+from ..git import merge, update
 from ..git import repo as gitstore
+from ..git.changes import Changes, commit_message
+from ..git.changes import merge_message as build_merge_message
 from . import resources, runstate, worktrees
 from .runstate import COMMITTED, COMMITTING, MERGING, PREPARED, WORKSPACE, RunState
-from .validate import Changes, RunInvalid, check, stage_changes, stamp, unstage
+from .validate import RunInvalid, check, stage_changes, stamp, unstage
 
 if TYPE_CHECKING:
     from ..wiki import Wiki
@@ -61,10 +63,6 @@ def _noop(_: str) -> None:
     pass
 
 
-def _names(paths: list[str]) -> str:
-    return ", ".join(p.removesuffix(".md") for p in paths)
-
-
 def _trailers(state: RunState) -> str:
     sessions = ", ".join(state.source_ids) or "none"
     return f"Memwiki-Run: {state.run_id}\nMemwiki-Sessions: {sessions}\n"
@@ -72,43 +70,13 @@ def _trailers(state: RunState) -> str:
 
 def run_commit_message(state: RunState, changes: Changes) -> str:
     """Subject naming what changed, a body listing every path, then the trailers."""
-    parts = [
-        f"{verb} {_names(paths)}"
-        for verb, paths in (
-            ("created", changes.created),
-            ("updated", changes.updated),
-            ("deleted", changes.deleted),
-        )
-        if paths
-    ]
-    subject = f"memorize run {state.run_id}: " + "; ".join(parts)
-    if len(subject) > 72:
-        counts = ", ".join(
-            f"{verb} {len(paths)}"
-            for verb, paths in (
-                ("created", changes.created),
-                ("updated", changes.updated),
-                ("deleted", changes.deleted),
-            )
-            if paths
-        )
-        subject = f"memorize run {state.run_id}: {counts}"
-    body = [f"Created: {p}" for p in changes.created]
-    body += [f"Updated: {p}" for p in changes.updated]
-    body += [f"Deleted: {p}" for p in changes.deleted]
-    return f"{subject}\n\n" + "\n".join(body) + "\n\n" + _trailers(state)
+    prefix = f"memorize run {state.run_id}"
+    return commit_message(prefix, changes, list_always=True, trailers=_trailers(state))
 
 
 def merge_message(state: RunState, conflicts: list[dict[str, Any]]) -> str:
     """The merge commit's message: what it merges, the conflict copies it made, the trailers."""
-    lines = [f"memorize: merge run {state.run_id}", ""]
-    if conflicts:
-        lines.append("Conflicts (both versions kept):")
-        for c in conflicts:
-            where = f" -> {c['copy']}" if c.get("copy") else f" ({c['kind']}, kept {c['kept']})"
-            lines.append(f"- {c['path']}{where}")
-        lines.append("")
-    return "\n".join(lines) + "\n" + _trailers(state)
+    return build_merge_message(f"memorize: merge run {state.run_id}", conflicts, _trailers(state))
 
 
 def _result(state: RunState, already: bool = False) -> CommitResult:
@@ -146,11 +114,6 @@ def _recover(
 ) -> CommitResult | None:
     """Finish a run whose merge already happened (a crash, a retry); None if it has not."""
     head = repo.references[ref_name].target
-    if state.phase == MERGING and state.merge_commit:
-        merged_oid = pygit2.Oid(hex=state.merge_commit)
-        if merge.finish_checkout(repo, ref_name, merged_oid):
-            _finish(repo, state, directory, _noop)
-            return _result(state, already=True)
     if state.run_commit is None or not worktrees.is_merged(repo, state.run_commit, head):
         return None
     if not (state.merge_commit and worktrees.is_merged(repo, state.merge_commit, head)):
@@ -213,6 +176,8 @@ def _commit_locked(
     if state.phase == COMMITTED:
         cleanup(repo, run_id, directory)
         return _result(state, already=True)
+    journal = update.journal_path(wiki.sidecar)
+    update.recover(repo, journal)  # a merge killed between checkout and ref update
     ref_name, _ = merge.current_branch_head(repo)
     recovered = _recover(repo, ref_name, state, directory)
     if recovered is not None:
@@ -243,8 +208,10 @@ def _commit_locked(
     state.merge_commit = str(oid)
     state.phase = MERGING
     runstate.save_state(directory, state)
+    update.record(journal, ref_name, head.id, oid)
     checkpoint("merge-made")
-    merge.advance(repo, ref_name, oid, run_id)
+    refused = f"wiki files changed while run {run_id} was merging; run commit again"
+    update.apply(repo, journal, ref_name, oid, f"memwiki: merge run {run_id}", refused)
     checkpoint("merged")
     _finish(repo, state, directory, checkpoint)
     return _result(state)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import pygit2
@@ -11,28 +10,13 @@ from .. import recallfile as rfmod
 from ..errors import InvalidInput
 from ..fsutil import atomic_write_text
 from ..git import repo as gitstore
+from ..git.changes import Changes, classify
 from ..recallfile import Problem
 
 # The executor may write RecallFiles of these tracks only (a person may add others);
 # project/<slug>.md is written by the resource merge (memorize/resources.py).
 EXECUTOR_TRACKS = ("memory", "skill", "project")
 _LINK_MODE = 0o120000
-
-
-@dataclass
-class Changes:
-    """Paths changed in the workspace relative to the run's base commit."""
-
-    created: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        return bool(self.created or self.updated or self.deleted)
-
-    def all(self) -> list[str]:
-        """Every changed path, sorted."""
-        return sorted(self.created + self.updated + self.deleted)
 
 
 class RunInvalid(InvalidInput):
@@ -51,19 +35,8 @@ class RunInvalid(InvalidInput):
 def stage_changes(repo: pygit2.Repository, base: pygit2.Commit) -> Changes:
     """Stage the whole workspace and list what differs from base (executor commits included)."""
     gitstore.stage_all(repo)
-    diff = base.tree.diff_to_index(repo.index)
-    changes = Changes()
-    for delta in diff.deltas:
-        status = delta.status_char()
-        if status == "A":
-            changes.created.append(delta.new_file.path)
-        elif status == "D":
-            changes.deleted.append(delta.old_file.path)
-        else:
-            changes.updated.append(delta.new_file.path)
-    for group in (changes.created, changes.updated, changes.deleted):
-        group.sort()
-    return changes
+    # No rename detection: a run's result lists a renamed file as deleted and created.
+    return classify(base.tree.diff_to_index(repo.index), renames=False)
 
 
 def unstage(repo: pygit2.Repository) -> None:

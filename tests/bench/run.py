@@ -9,9 +9,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import hook_load  # noqa: E402
 import latency  # noqa: E402
 import locomo  # noqa: E402
 import projects  # noqa: E402
+import scale  # noqa: E402
 import scrub  # noqa: E402
 
 
@@ -24,6 +26,7 @@ def main() -> None:
     )
     ap.add_argument("--skip-locomo", action="store_true")
     ap.add_argument("--skip-latency", action="store_true")
+    ap.add_argument("--skip-scale", action="store_true", help="skip the 2k/10k/50k-file table")
     args = ap.parse_args()
     started = time.time()
     if not args.skip_locomo:
@@ -36,6 +39,9 @@ def main() -> None:
     projects.print_table(projects.run(["bm25", "vector", "hybrid"]))  # scoped vs unscoped
     if not args.skip_latency:
         latency.main(files=args.files)
+    if not args.skip_scale:
+        scale.main()  # 2k, 10k, 50k files: cold, edit, build, list, lint, RSS
+        hook_load.main()  # the Claude Code hook with six CPU-bound processes competing
     scrub.main()
     print(f"\nbench finished in {time.time() - started:.0f} s")
 

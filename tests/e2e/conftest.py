@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-if not os.environ.get("MEMWIKI_E2E"):
+ENABLED = bool(os.environ.get("MEMWIKI_E2E"))
+if not ENABLED:
     collect_ignore_glob = ["test_*.py"]
 
 REPORT = Path(os.environ.get("MEMWIKI_E2E_REPORT", "/tmp/memwiki-e2e-report.txt"))
@@ -18,6 +19,12 @@ REPORT = Path(os.environ.get("MEMWIKI_E2E_REPORT", "/tmp/memwiki-e2e-report.txt"
 def _report():
     REPORT.write_text("")
     yield
+
+
+def note(line: str) -> None:
+    """Add a line (an install time, a version) to the e2e report."""
+    with REPORT.open("a") as fh:
+        fh.write(line.rstrip("\n") + "\n")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -31,5 +38,7 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    if not ENABLED:  # this conftest is loaded by every pytest run of the repository
+        return
     with REPORT.open("a") as fh:
         fh.write(f"finished {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")

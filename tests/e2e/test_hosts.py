@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from . import capture, clients
+from .conftest import note
 from .harness import Sandbox, request_text
 from .profiles import OPENCLAW_LONG_NOTE, PROFILES
 
@@ -71,7 +72,8 @@ def world(request, tmp_path_factory):
     )
     assert r.rc == 0, r.err
     assert w.sb.memwiki("reindex").rc == 0
-    print(f"{w.host}: client {w.client.version} (install {w.client.install_seconds:.0f}s)")
+    secs = w.client.install_seconds
+    note(f"INST {secs:6.1f}s {w.host} {w.client.version} ({'cached' if not secs else 'installed'})")
     yield w
     w.sb.close()
 

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from ...config import Config
+from ..executable import missing_paths
 from ..mining import claude_code, generic
 from ..mining.base import HOSTS, get_source, host_api
 from ..mining.records import parse_record
 from . import claude_settings
-from .executable import missing_paths
 from .inject import installed
 from .schedule import CLIENT, bridge_files
 from .textfile import read_text

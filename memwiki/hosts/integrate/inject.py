@@ -8,10 +8,10 @@ from typing import Any
 
 from ...config import Config
 from ...errors import InvalidInput, NotFound, StorageError
+from ..executable import memwiki_command
 from ..mining import claude_code
 from ..mining.base import host_api
 from . import block, claude_settings
-from .executable import memwiki_command
 from .textfile import delete_file, read_text, write_text
 from .texts import instruction_block
 

@@ -67,20 +67,29 @@ def hook_output(context: str) -> str:
     return json.dumps(out, ensure_ascii=False)
 
 
+# Writing the answer and leaving the process take this long on a loaded machine; the
+# retrieval's own deadline leaves a little more for fusion, sections and JSON.
+EXIT_MARGIN_S = 0.06
+ANSWER_MARGIN_S = 0.15
+
+
 def run_claude_code_hook(
     stdin_text: str,
     config: Config,
     retrieve_fn: Callable[[str, str | None], str],
     budget_s: float,
     log_path: Path | None,
+    started: float | None = None,
 ) -> tuple[int, str]:
     """(exit code, stdout) for one UserPromptSubmit call; every failure is exit 0, no output.
 
+    The budget counts from `started` (the process start, when the caller knows it).
     retrieve_fn(prompt, cwd) gets the payload's `cwd` (None when absent), so the memory
-    follows the project the session works in. It runs in a daemon thread: when the budget runs out the hook answers without
-    it, and the caller should exit promptly (a daemon thread does not hold the process).
+    follows the project the session works in. It runs in a daemon thread: when the budget
+    runs out the hook answers without it, and the caller should exit promptly (a daemon
+    thread does not hold the process).
     """
-    started = time.monotonic()
+    started = time.monotonic() if started is None else started
     try:
         payload = json.loads(stdin_text)
     except (ValueError, TypeError):
@@ -103,7 +112,7 @@ def run_claude_code_hook(
 
     worker = threading.Thread(target=work, name=WORKER_NAME, daemon=True)
     worker.start()
-    worker.join(max(0.0, budget_s))
+    worker.join(max(0.0, started + budget_s - EXIT_MARGIN_S - time.monotonic()))
     if worker.is_alive():
         return _fail(log_path, f"timeout after {int(budget_s * 1000)} ms budget", started)
     if "error" in box:
@@ -116,29 +125,32 @@ def run_claude_code_hook(
     return 0, hook_output(clip(result))
 
 
-def start_background_reindex(wiki_root: Path) -> None:
-    """After a timed-out hook, build the index in a detached process so the next prompt has one.
+def _index_work_left(wiki_root: Path, status: dict) -> bool:
+    """Whether the retrieval that ran out of time was doing index work (or had no index)."""
+    if status.get("needs_build") or status.get("stage") == "updating":
+        return True
+    return not (Path(wiki_root) / ".memwiki" / "index" / "state.pkl").exists()
+
+
+def start_background_reindex(wiki_root: Path) -> bool:
+    """Build the index in one detached, lock-guarded process, so that a later prompt has it.
 
     The hook itself must leave within its budget, and leaving kills its own build half-way;
     without this a wiki whose first build takes longer than the budget never gets an index.
-    The lock may still be held by this very hook's worker thread, so the new process
-    simply waits for it (index updates take the lock blocking); a second one started by a
-    concurrent hook finds nothing left to do.
     """
-    import subprocess
-    import sys
+    from ...index import background
 
-    subprocess.Popen(
-        [sys.executable, "-m", "memwiki", "--wiki", str(wiki_root), "reindex"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # outlives the hook and is not killed with it
-    )
+    return background.start(wiki_root, Path(wiki_root) / ".memwiki")
 
 
-def retrieve_for(config: Config) -> Callable[[str, str | None], str]:
-    """The hook's retrieval: the configured wiki's markdown block, or "" when nothing matched."""
+def retrieve_for(
+    config: Config, deadline: float | None = None, status: dict | None = None
+) -> Callable[[str, str | None], str]:
+    """The hook's retrieval: the configured wiki's markdown block, or "" when nothing matched.
+
+    Progressive: BM25 at once, vectors only if ready by deadline, missing vectors left to
+    one background build (index/progressive.py).
+    """
 
     def retrieve(prompt: str, cwd: str | None = None) -> str:
         import os
@@ -150,30 +162,42 @@ def retrieve_for(config: Config) -> Callable[[str, str | None], str]:
         # The payload's cwd is the session's project; the hook's own cwd is only a fallback.
         mapping = parse_map(config.projects)
         project = scope("auto", cwd or os.getcwd(), mapping, config.home, wiki.root)
-        result = wiki.retrieve(prompt, notify=lambda _msg: None, project=project)
+        result = wiki.retrieve(
+            prompt,
+            notify=lambda _msg: None,
+            project=project,
+            deadline=deadline,
+            background=True,
+            status=status,
+        )
         return result.to_markdown() if result.results else ""
 
     return retrieve
 
 
-def run_hook_process(load_config: Callable[[], Config]) -> None:
+def run_hook_process(load_config: Callable[[], Config], started: float | None = None) -> None:
     """The whole `memwiki hook claude-code` process: stdin to stdout, then leave safely.
 
     load_config is the entry point's loader: it runs inside the fail-open guard, so a
-    broken config file also lets the prompt through. This function may end the process
-    itself (os._exit) when a worker thread outlived the budget or stdout is gone.
+    broken config file also lets the prompt through. The budget counts from `started`
+    (the process start, from the entry point). This function may end the process itself
+    (os._exit) when a worker thread outlived the budget or stdout is gone.
     """
     import os
     import sys
 
+    started = time.monotonic() if started is None else started
     out = ""
     cfg = None
+    status: dict = {}
     try:
         stdin_text = sys.stdin.buffer.read().decode("utf-8", "replace")
         cfg = load_config()
+        budget = cfg.hook_budget_s
         # Without a wiki there is no .memwiki/ to log into, and none is created for a log.
         log = hook_log_path(cfg) if (cfg.wiki_path / ".git").exists() else None
-        _, out = run_claude_code_hook(stdin_text, cfg, retrieve_for(cfg), cfg.hook_budget_s, log)
+        retrieve_fn = retrieve_for(cfg, started + budget - ANSWER_MARGIN_S, status)
+        _, out = run_claude_code_hook(stdin_text, cfg, retrieve_fn, budget, log, started)
     except BaseException:  # the prompt must reach the model whatever happens here
         out = ""
     try:
@@ -185,13 +209,19 @@ def run_hook_process(load_config: Callable[[], Config]) -> None:
         # broken pipe from turning exit 0 into 120.
         os._exit(0)
     if any(t.name == WORKER_NAME and t.is_alive() for t in threading.enumerate()):
-        # Past its budget: usually a first index build. Finish it in the background, then
-        # leave at once: a retrieval inside native code (onnxruntime) can abort the
-        # interpreter's shutdown with exit 134.
+        # Past its budget even for BM25. Only when that was index work (a first build, a
+        # repair, many changed files) is it finished in the background; a retrieval that
+        # was merely slow on a busy machine leaves nothing to do. Then leave at once: a
+        # retrieval inside native code (onnxruntime) can abort the interpreter's shutdown.
         try:
-            if cfg is not None and (cfg.wiki_path / ".git").exists():
-                start_background_reindex(cfg.wiki_path)
+            if cfg is not None and (cfg.wiki_path / ".git").exists():  # noqa: SIM102
+                if _index_work_left(cfg.wiki_path, status):
+                    start_background_reindex(cfg.wiki_path)
         except BaseException:  # failing open matters more than the background build
             pass
         sys.stderr.flush()
+        os._exit(0)
+    from ...index.progressive import VECTOR_THREAD
+
+    if any(t.name == VECTOR_THREAD and t.is_alive() for t in threading.enumerate()):
         os._exit(0)

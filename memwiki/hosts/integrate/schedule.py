@@ -16,9 +16,9 @@ from typing import Any
 
 from ...config import Config
 from ...errors import InvalidInput, NotFound, StorageError
+from ..executable import client_command, memwiki_command, memwiki_executable
 from ..mining import openclaw
 from ..mining.base import host_module
-from .executable import client_command, memwiki_command, memwiki_executable
 from .textfile import delete_file, write_text
 from .texts import render, task_prompt, template
 

@@ -7,14 +7,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
 from ...config import Config
 from ...errors import InvalidInput
 from .records import Verdict
 
-HOSTS = ("claude-code", "codex", "cursor", "openclaw", "hermes", "generic")
-_MODULES = {
+# The one registry of hosts: name -> module in this package (each module is a Host).
+REGISTRY = {
     "claude-code": "claude_code",
     "codex": "codex",
     "cursor": "cursor",
@@ -22,6 +22,7 @@ _MODULES = {
     "hermes": "hermes",
     "generic": "generic",
 }
+HOSTS = tuple(REGISTRY)
 SCHEMA_VERSION = "1.0"
 SKIP_DIRS = frozenset({".cache", ".npm", ".git", "node_modules", "__pycache__"})
 
@@ -103,6 +104,11 @@ class TranscriptSource(ABC):
         """The explicit session_dir if given, else the default location."""
         return self.session_dir or self.default_location()
 
+    def root_dir(self) -> Path | None:
+        """The location when it is an existing directory; None means nothing to list."""
+        root = self.location
+        return root if root is not None and root.is_dir() else None
+
     @abstractmethod
     def list_sessions(self) -> list[SessionRef]:
         """Every stream found, newest first."""
@@ -130,22 +136,38 @@ class TranscriptSource(ABC):
         return entry is not None and bool(entry) and entry.get("sig") == ref.signature
 
 
-def get_source(host: str, config: Config, session_dir: Path | None = None) -> TranscriptSource:
-    """The transcript source for a host name."""
-    module = importlib.import_module(f"{__package__}.{host_module(host)}")
-    return module.Source(config, session_dir)
+class Host(Protocol):
+    """What every host module declares (claude_code, codex, …): the one host interface."""
+
+    HOST: str
+    # The variable naming the session a scheduled run is in (hosts.md §9), or None.
+    SELF_SESSION_VAR: str | None
+    Source: type[TranscriptSource]
+
+    def instruction_file(self, config: Config) -> Path | None:
+        """The user-level instruction file the managed block goes into (None: per project)."""
+        ...
+
+    def host_present(self, config: Config) -> bool:
+        """True when some trace of the host exists on this machine."""
+        ...
 
 
 def host_module(host: str) -> str:
     """The module name for a host, or InvalidInput for an unknown host."""
-    if host not in _MODULES:
+    if host not in REGISTRY:
         raise InvalidInput(f"unknown host {host!r} (known: {', '.join(HOSTS)})")
-    return _MODULES[host]
+    return REGISTRY[host]
 
 
-def host_api(host: str) -> Any:
-    """The host's module (instruction_file, host_present, …)."""
-    return importlib.import_module(f"{__package__}.{host_module(host)}")
+def host_api(host: str) -> Host:
+    """The host's module, typed as the Host interface."""
+    return cast(Host, importlib.import_module(f"{__package__}.{host_module(host)}"))
+
+
+def get_source(host: str, config: Config, session_dir: Path | None = None) -> TranscriptSource:
+    """The transcript source for a host name."""
+    return host_api(host).Source(config, session_dir)
 
 
 def env_path(config: Config, name: str) -> Path | None:

@@ -22,6 +22,7 @@ from ...errors import InvalidInput, NotFound
 from ...lock import FileLock
 from ...memorize import runstate
 from ...memorize.schema import MAX_PAYLOADS, Session, validate_payload
+from ..executable import memwiki_command
 from .base import SessionSlice, host_module
 from .collect import collect_new_sessions, self_session_ids, self_session_warning
 from .cursors import (
@@ -142,10 +143,14 @@ def session_project(sl: SessionSlice, config: Config) -> dict[str, Any] | None:
 
 
 def commit_command(host: str, wiki_option: str | None = None) -> str:
-    """The command the executor prompt names as the next step (braces escaped for format)."""
-    command = BRIDGE_COMMIT.format(host=host)
+    """The command the executor prompt names as the next step (braces escaped for format).
+
+    memwiki is named by its absolute path: a scheduled agent runs it (and the resource
+    job's verify-resources, derived from it) in a login shell whose PATH lacks a venv.
+    """
+    command = BRIDGE_COMMIT.format(host=host).replace("memwiki ", f"{memwiki_command()} ", 1)
     if wiki_option:
-        command = command.replace("memwiki ", f"memwiki --wiki {wiki_option} ", 1)
+        command = command.replace(" bridge ", f" --wiki {wiki_option} bridge ", 1)
     return command.replace("{", "{{").replace("}", "}}")
 
 

@@ -56,8 +56,8 @@ def classify(record: dict[str, Any]) -> Verdict:
 def to_items(record: dict[str, Any], verdict: Verdict, ctx: dict[str, Any]) -> list[dict[str, Any]]:
     """Canonical items: prose as messages, tool blocks as calls/results, thinking left out."""
     msg = record["message"]
-    role = msg.get("role") if msg.get("role") in ROLES else record.get("type")
-    items = block_items(role, msg.get("content"), ctx)  # type: ignore[arg-type]
+    role = str(msg.get("role") if msg.get("role") in ROLES else record.get("type"))
+    items = block_items(role, msg.get("content"), ctx)
     if is_subagent(record):
         items = [_subagent_item(it) for it in items]
     return items
@@ -83,8 +83,8 @@ class Source(JsonlSource):
 
     def list_sessions(self) -> list[SessionRef]:
         """Main transcripts and subagent transcripts, newest first."""
-        root = self.location
-        if root is None or not root.is_dir():
+        root = self.root_dir()
+        if root is None:
             return []
         # session_dir may name one project (slug) directory instead of the projects root.
         project_mode = any(p.is_file() for p in root.glob("*.jsonl"))

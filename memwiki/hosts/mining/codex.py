@@ -95,11 +95,11 @@ def user_texts(payload: dict[str, Any]) -> list[str]:
     """The text items the person typed: by provenance where present, else by markers."""
     content = payload.get("content")
     kinds = _item_kinds(payload)
-    if kinds is None:
+    if kinds is None or not isinstance(content, list):
         return [t for t in _texts(content) if not is_injected(t)]
     return [
         b["text"]
-        for b, kind in zip(content, kinds, strict=True)  # type: ignore[arg-type]
+        for b, kind in zip(content, kinds, strict=True)
         if isinstance(b, dict)
         and b.get("type") in TEXT_BLOCKS
         and isinstance(b.get("text"), str)
@@ -189,8 +189,8 @@ class Source(JsonlSource):
 
     def list_sessions(self) -> list[SessionRef]:
         """Rollout files, newest first; keyed by session id so archiving a file keeps its cursor."""
-        root = self.location
-        if root is None or not root.is_dir():
+        root = self.root_dir()
+        if root is None:
             return []
         if self.session_dir is None:
             roots = [root / "sessions", root / "archived_sessions"]

@@ -10,7 +10,15 @@ from typing import Any
 from ...config import Config
 from ...errors import StorageError
 from . import openclaw
-from .base import SCHEMA_VERSION, SessionRef, SessionSlice, TranscriptSource, get_source
+from .base import (
+    HOSTS,
+    SCHEMA_VERSION,
+    SessionRef,
+    SessionSlice,
+    TranscriptSource,
+    get_source,
+    host_api,
+)
 from .records import Verdict, parse_record
 from .workdirs import slice_cwd
 
@@ -25,13 +33,8 @@ READ_ERRORS = (
     TypeError,
 )
 
-# Host variables naming the session a scheduled run is in (hosts.md §9).
-SELF_SESSION_VARS = {
-    "claude-code": "CLAUDE_CODE_SESSION_ID",
-    "hermes": "HERMES_SESSION_ID",
-    "cursor": "CURSOR_CONVERSATION_ID",
-    "codex": "CODEX_THREAD_ID",
-}
+# Host variables naming the session a scheduled run is in (hosts.md §9), from the registry.
+SELF_SESSION_VARS = {h: var for h in HOSTS if (var := host_api(h).SELF_SESSION_VAR) is not None}
 
 
 def read_slice(

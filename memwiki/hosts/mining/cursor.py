@@ -67,8 +67,8 @@ class Source(JsonlSource):
 
     def list_sessions(self) -> list[SessionRef]:
         """Only */agent-transcripts/**/*.jsonl: project dirs also hold terminals and canvases."""
-        root = self.location
-        if root is None or not root.is_dir():
+        root = self.root_dir()
+        if root is None:
             return []
         refs = []
         for path in walk_jsonl(root):

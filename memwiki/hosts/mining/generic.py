@@ -12,6 +12,7 @@ from .base import JsonlSource, SessionRef, newest_first, read_jsonl_lines, walk_
 from .records import ROLES, Verdict, parse_record
 
 HOST = "generic"
+SELF_SESSION_VAR = None  # unknown agent: the user must not point it at the memorize run
 DIALECTS = {
     1: "payload-wrapped (Codex)",
     2: "typed message tree (OpenClaw/pi)",
@@ -110,8 +111,8 @@ class Source(JsonlSource):
 
     def list_sessions(self) -> list[SessionRef]:
         """Every *.jsonl under the directory, newest first."""
-        root = self.location
-        if root is None or not root.is_dir():
+        root = self.root_dir()
+        if root is None:
             return []
         refs = []
         for path in walk_jsonl(root):

@@ -13,6 +13,7 @@ from .records import ROLES, TOOL_CALL_BLOCKS, Verdict, block_items, block_types,
 from .sqlite_ro import connect_ro, epoch_seconds, reading, table_columns
 
 HOST = "openclaw"
+SELF_SESSION_VAR = None  # the wrapper names the run's session itself (BRIDGE_SESSION_PREFIX)
 DB_RELPATH = ("agent", "openclaw-agent.sqlite")
 # The session ids memwiki's scheduled OpenClaw runs use: the wrapper passes one per run,
 # this prefix plus a timestamp and its process id (the invocation names it, not a transcript).
@@ -88,7 +89,7 @@ class Source(JsonlSource):
 
     def list_sessions(self) -> list[SessionRef]:
         """Database sessions and legacy JSONL sessions of every agent, newest first."""
-        root = self.location
+        root = self.root_dir()
         agents = root / "agents" if root else None
         if agents is None or not agents.is_dir():
             return []

@@ -1,0 +1,128 @@
+"""Moving a branch to a new commit, crash-safe: record, check out, move the ref, recover.
+
+The one protocol used by sync (fast-forward or merge) and memorize commit (a run's merge):
+
+1. `record` writes .memwiki/update.json (ref, old, new) before the work tree is touched;
+2. `apply` updates the files with a SAFE checkout (it never overwrites an edit made since
+   the last commit) and only then moves the branch, then removes the record;
+3. after a kill anywhere, `recover` (called under the wiki's write lock before any other
+   change) finishes the job when every file the update touches holds exactly its old or
+   its new version. Any other content is a person's edit (or a half-written file): the
+   record is dropped, the branch stays, and the caller's normal flow commits the files as
+   hand edits and merges again. Either way nothing is lost.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pygit2
+from pygit2.enums import CheckoutStrategy
+
+from ..errors import StorageError
+from ..fsutil import atomic_write_text
+
+JOURNAL = "update.json"
+
+
+def journal_path(sidecar: Path) -> Path:
+    """Where the pending update of a wiki is recorded."""
+    return Path(sidecar) / JOURNAL
+
+
+def record(journal: Path, ref_name: str, old: pygit2.Oid, new: pygit2.Oid) -> None:
+    """Write down the update about to happen (step 1)."""
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    data = {"ref": ref_name, "old": str(old), "new": str(new)}
+    atomic_write_text(journal, json.dumps(data) + "\n")
+
+
+def apply(
+    repo: pygit2.Repository,
+    journal: Path,
+    ref_name: str,
+    new: pygit2.Oid,
+    message: str,
+    refused: str,
+    checkpoint: Callable[[str], None] | None = None,
+) -> None:
+    """Check out new (SAFE), then move the branch to it (step 2); refused: the error text."""
+    try:
+        repo.checkout_tree(repo[new], strategy=CheckoutStrategy.SAFE)
+    except pygit2.GitError as exc:
+        journal.unlink(missing_ok=True)  # SAFE checks before it writes: nothing was changed
+        raise StorageError(f"{refused} ({exc})") from None
+    if checkpoint is not None:
+        checkpoint("checked-out")
+    repo.references[ref_name].set_target(new, message)
+    if checkpoint is not None:
+        checkpoint("ref-moved")
+    journal.unlink(missing_ok=True)
+
+
+def _half_written(repo: pygit2.Repository, new: pygit2.Commit, path: str, file: Path) -> bool:
+    """True when file holds the start of its new version: the checkout was killed writing it.
+
+    (libgit2 writes a file in place; a person's edit that is exactly a prefix of the new
+    version loses nothing when the new version replaces it.)
+    """
+    try:
+        blob = repo[new.tree[path].id]
+        if not isinstance(blob, pygit2.Blob):
+            return False
+        data = blob.data
+        size = file.stat().st_size
+        if not file.is_file() or size >= len(data):
+            return False
+        return data.startswith(file.read_bytes())
+    except (KeyError, OSError):
+        return False
+
+
+def _finish(repo: pygit2.Repository, ref, old: pygit2.Commit, new: pygit2.Commit) -> bool:
+    workdir = Path(repo.workdir)
+    paths: set[str] = set()
+    for delta in repo.diff(old.tree, new.tree).deltas:
+        paths.update((delta.old_file.path, delta.new_file.path))
+    for path in paths:
+        allowed: set[str | None] = set()
+        for tree in (old.tree, new.tree):
+            try:
+                allowed.add(str(tree[path].id))
+            except KeyError:
+                allowed.add(None)
+        file = workdir / path
+        if file.is_symlink():
+            return False
+        have = str(pygit2.hashfile(str(file))) if file.is_file() else None
+        if have not in allowed and not _half_written(repo, new, path, file):
+            return False
+    try:
+        if paths:
+            # FORCE, but only on those paths, each already checked to be old or new.
+            repo.checkout_tree(new, strategy=CheckoutStrategy.FORCE, paths=sorted(paths))
+        ref.set_target(new.id, "memwiki: finish an interrupted update")
+    except (pygit2.GitError, OSError):
+        return False
+    return True
+
+
+def recover(repo: pygit2.Repository, journal: Path) -> bool:
+    """Finish an update a killed process left half done (step 3); True when it moved the ref."""
+    try:
+        data = json.loads(journal.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        journal.unlink(missing_ok=True)
+        return False
+    done = False
+    try:
+        ref = repo.references.get(str(data["ref"]))
+        old, new = pygit2.Oid(hex=data["old"]), pygit2.Oid(hex=data["new"])
+    except (KeyError, TypeError, ValueError):
+        ref = None
+    if ref is not None and ref.target == old and new in repo:
+        done = _finish(repo, ref, repo[old].peel(pygit2.Commit), repo[new].peel(pygit2.Commit))
+    journal.unlink(missing_ok=True)
+    return done

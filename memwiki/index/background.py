@@ -1,0 +1,102 @@
+"""One detached, lock-guarded background `memwiki reindex` that fills in missing vectors.
+
+A retrieve that answered from BM25 because vectors were missing or stale starts it; the
+process takes `.memwiki/reindex-background.lock` for its whole life, so however many
+callers ask, one build runs, and a caller that finds the lock held starts nothing.
+Its output (plain progress lines) goes to `.memwiki/logs/reindex.log`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+LOCK_NAME = "reindex-background.lock"
+LOG_NAME = "reindex.log"
+
+
+def lock_path(sidecar: Path) -> Path:
+    """The lock the background build holds while it runs."""
+    return Path(sidecar) / LOCK_NAME
+
+
+def log_path(sidecar: Path) -> Path:
+    """Where the background build writes its progress."""
+    return Path(sidecar) / "logs" / LOG_NAME
+
+
+def running(sidecar: Path) -> bool:
+    """True while a background build holds its lock."""
+    from ..lock import FileLock
+
+    return FileLock(lock_path(sidecar)).is_held_elsewhere()
+
+
+def start(wiki_root: Path, sidecar: Path) -> bool:
+    """Start the background build unless one is running; True when a process was started."""
+    if running(sidecar):
+        return False
+    log = log_path(sidecar)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        subprocess.Popen(
+            [sys.executable, "-m", "memwiki", "--wiki", str(wiki_root), "reindex", "--background"],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,  # outlives the caller and is not killed with it
+            close_fds=True,
+        )
+    return True
+
+
+def _complete(index) -> bool:
+    from . import manifest as st
+
+    state, problem = index.committed_state()
+    if problem is not None:
+        return False
+    changes, _ = st.scan(index.root, state)
+    return not changes and not index.vectors_wanted(state)
+
+
+def run(index, notify) -> str:
+    """The background build itself: BM25 first, then vectors embedded outside the writer lock.
+
+    Embedding a whole wiki takes minutes; holding the writer lock that long would make
+    every reader that sees an edit wait, so the vectors go to the embedding cache first
+    and one short locked update takes them from there.
+    """
+    from ..lock import FileLock
+
+    lock = FileLock(lock_path(index.wiki.sidecar))
+    if not lock.try_acquire():
+        return "another background reindex is running"
+    try:
+        if _complete(index):  # a build that ran meanwhile left nothing to do
+            notify("background reindex: the index is already complete")
+            return "complete"
+        notify("background reindex: started")
+        first = index.update(need_vectors=False)  # BM25 first: readers answer from it at once
+        embedder = index.embedder()
+        prefilled = 0
+        if embedder is not None and first.state is not None:
+            from .vectors import prefill_cache
+
+            prefilled = prefill_cache(
+                index.directory,
+                index.root,
+                first.state,
+                embedder,
+                index.model_key(embedder),
+                notify,
+            )
+        report = index.update()  # under the lock: vectors come from the cache, quickly
+        notify(
+            f"background reindex: done ({len(first.indexed) + len(report.indexed)} files "
+            f"indexed, {prefilled + report.embedded} items embedded)"
+        )
+        return "done"
+    finally:
+        lock.release()
