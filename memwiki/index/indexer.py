@@ -328,6 +328,7 @@ class Index:
                     tags=tuple(rf.tags),
                 )
                 projects = file_projects(rf.extra, track, path.stem)
+                entry.meta = (rf.name, rf.description, tuple(rf.tags), rf.updated)
             except rfmod.InvalidRecallFile as exc:
                 problem = "; ".join(f"line {p.line}: {p.message}" for p in exc.problems)
         entry.problem = problem
