@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from . import markdown
 from . import recallfile as rfmod
 from .git.conflicts import find_conflict_copies
+from .index.listing import ListingCache
 from .links import broken_links
 from .recallfile import COPY_RE, Problem
 from .recallfile.stream import check_large
@@ -23,6 +24,7 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
     problems: list[Problem] = []
     by_name: dict[tuple[str, str], list[str]] = defaultdict(list)
     wanted = set(paths) if paths is not None else None
+    listing = ListingCache(wiki.sidecar / "index")
     for track, path in wiki.iter_paths():
         rel = str(path.relative_to(wiki.root))
         by_name[(track, path.stem.lower())].append(rel)
@@ -46,6 +48,8 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
         if size > rfmod.MAX_FILE_BYTES:
             problems.extend(check_large(path, track, rel, size))
             continue
+        if listing.known_valid(rel, path):
+            continue  # the index parsed these very bytes without a problem
         rf, found = rfmod.try_read(path, track, rel)
         if rf is None:
             problems.extend(found)

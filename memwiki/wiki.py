@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from . import recallfile as rfmod
 from .errors import InvalidInput, NotFound, StateError, StorageError
 from .fsutil import atomic_write_text, safe_join
+from .index.listing import ListingCache
 from .layout import GITIGNORE_LINE, SIDECAR
 from .lock import FileLock
 from .recallfile import Problem, RecallFile, check_slug
@@ -101,6 +102,7 @@ class Wiki:
         self.root = Path(root).resolve()
         self._repo = None
         self._config = config
+        self._listing: ListingCache | None = None  # made on the first list
 
     @property
     def config(self) -> Config:
@@ -264,6 +266,7 @@ class Wiki:
         keyed = sorted(
             ((t, p.stem, str(p.relative_to(self.root))), p) for t, p in self.iter_paths(track)
         )
+        self._listing = self._listing or ListingCache(self.sidecar / "index")
         next_cursor = None
         last: tuple[str, str, str] | None = None
         for key, path in keyed:
@@ -273,11 +276,12 @@ class Wiki:
                 next_cursor = _encode_cursor(*last)
                 break
             rel = key[2]
-            rf, problems = rfmod.try_read(path, key[0], rel)
-            if rf is None:
+            # From the index manifest when it still describes the file, else parsed.
+            fields, problems = self._listing.describe(key[0], rel, path)
+            if fields is None:
                 skipped.extend(problems)
                 continue
-            items.append(Entry(rf.track, rf.name, rf.description, rf.tags, rf.updated, rel))
+            items.append(Entry(key[0], *fields, path=rel))
             last = key
         return Page(items, next_cursor, skipped)
 

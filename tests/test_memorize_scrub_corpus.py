@@ -36,6 +36,11 @@ def test_recall_and_benign_lines_meet_the_targets():
         ('"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n-----END PRIVATE KEY-----\\n"',
          "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"),
         ("machine api.example.com login dana password Qw8zLm2Px4", "Qw8zLm2Px4"),
+        ("- name: DB_PASSWORD\n  value: \"Pa55w0rd!x\"", "Pa55w0rd!x"),
+        ("jdbc:mysql://db:3306/app?user=app&password=Zx9!kLm2Qp", "Zx9!kLm2Qp"),
+        ("the password is Sunflower#2024", "Sunflower#2024"),
+        ("Set-Cookie: JSESSIONID=8F3A2B9C1D4E5F6A7B8C9D0E1F2A3B4C; Path=/", "8F3A2B9C1D4E5F6A7"),
+        ("$env:API_TOKEN = \"uOCvl6s9JXAd7XeECNdUPIcrFCfi506c\"", "uOCvl6s9JXAd7XeECNdU"),
     ],
 )  # fmt: skip
 def test_the_issue_examples_are_caught(text, secret):

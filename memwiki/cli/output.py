@@ -86,8 +86,10 @@ def print_committed(result) -> None:
         for path in getattr(result, status):
             print(f"  {status:8} {path}")
     for c in result.conflicts:
-        where = f" -> {c['copy']}" if c.get("copy") else f" (kept {c.get('kept')})"
-        print(f"  conflict {c['path']} ({c['kind']}){where}")
+        if c.get("copy"):
+            print(f"  conflict copy created {c['copy']} ({c['kind']}: {c['path']} unchanged)")
+        else:
+            print(f"  conflict {c['path']} ({c['kind']}) (kept {c.get('kept')})")
     if result.conflicts:
         print(
             "conflict copies hold the run's version: merge them by hand (`memwiki lint` lists them)"

@@ -155,6 +155,9 @@ def add(
     print_commit(wiki.save(rf), as_json)
 
 
+PAGE = 100_000  # files per list_recall_files call when `memwiki list` shows them all
+
+
 def list_(
     track: str = typer.Option(None, "--track", help="Only this track."),
     limit: int = typer.Option(None, "--limit", "-n", help="One page of at most N files."),
@@ -164,12 +167,15 @@ def list_(
     """List RecallFiles (all of them unless --limit)."""
     wiki = open_wiki()
     items, skipped = [], []
-    # `limit or 500` would turn --limit 0 into "everything"; let the library refuse it.
-    page = wiki.list_recall_files(track=track, cursor=cursor, limit=500 if limit is None else limit)
+    # `limit or PAGE` would turn --limit 0 into "everything"; let the library refuse it.
+    # Pages are large: each one walks the wiki again, so 10,000 files are one walk.
+    page = wiki.list_recall_files(
+        track=track, cursor=cursor, limit=PAGE if limit is None else limit
+    )
     items.extend(page.items)
     skipped.extend(page.skipped)
     while limit is None and page.next_cursor:
-        page = wiki.list_recall_files(track=track, cursor=page.next_cursor, limit=500)
+        page = wiki.list_recall_files(track=track, cursor=page.next_cursor, limit=PAGE)
         items.extend(page.items)
         skipped.extend(p for p in page.skipped if p not in skipped)
     for problem in skipped:
@@ -184,6 +190,12 @@ def list_(
             }
         )
         return
+    rows: list[tuple[str, ...]] = [("track", "name", "description", "updated")]
+    rows += [(e.track, e.name, e.description, e.updated or "") for e in items]
+    if not sys.stdout.isatty() and _print_plain(rows, width=200):
+        if limit and page.next_cursor:
+            print(f"(more: --cursor {page.next_cursor})")
+        return
     from rich.console import Console
     from rich.table import Table
 
@@ -197,6 +209,23 @@ def list_(
     sys.stdout.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
     if limit and page.next_cursor:
         print(f"(more: --cursor {page.next_cursor})")
+
+
+def _print_plain(rows: list[tuple[str, ...]], width: int) -> bool:
+    """Rich's borderless table, without rich: 10,000 rows in milliseconds instead of seconds.
+
+    Only when nothing would wrap and no cell could be read as rich markup; False otherwise.
+    """
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    if sum(widths) + 2 * (len(widths) - 1) > width or any(
+        "[" in c or not c.isascii() or not c.isprintable() for r in rows for c in r
+    ):
+        return False
+    sys.stdout.write(
+        "".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n"
+                for r in rows)
+    )  # fmt: skip
+    return True
 
 
 def show(ref: str = typer.Argument(..., help="TRACK/NAME"), as_json: bool = JSON) -> None:

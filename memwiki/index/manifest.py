@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from ..fsutil import file_sha256
 
-FORMAT = 9  # bump when chunking or analysis changes: old indexes are rebuilt
+FORMAT = 10  # bump when chunking or analysis changes: old indexes are rebuilt (9: FileEntry.meta; 10: CJK analysis)
 # A file modified this close to the moment the manifest was written may change again
 # within the same mtime tick without changing size: hash it again next time.
 RACY_NS = 2_000_000_000
@@ -53,6 +53,9 @@ class FileEntry:
     mtime_ns: int
     sha256: str
     problem: str | None = None  # set when the file could not be indexed
+    # (name, description, tags, updated) as `memwiki list` shows them: listing with a
+    # fresh index reads no file whose stat matches (Wiki.list_recall_files)
+    meta: tuple[str, str, tuple[str, ...], str | None] | None = None
 
 
 @dataclass
@@ -167,7 +170,9 @@ def scan(root: Path, state: State | None) -> tuple[Changes, dict[str, os.stat_re
             continue
         if entry is not None and entry.sha256 == sha:
             if entry.size != st.st_size or entry.mtime_ns != st.st_mtime_ns:
-                changes.touched[rel] = FileEntry(st.st_size, st.st_mtime_ns, sha, entry.problem)
+                changes.touched[rel] = FileEntry(
+                    st.st_size, st.st_mtime_ns, sha, entry.problem, entry.meta
+                )
             continue
         changes.changed.append(rel)
         changes.hashes[rel] = sha

@@ -130,9 +130,9 @@ class RetrievalResult:
         return "\n".join(out) + "\n"
 
 
-def rrf(ranked_lists: list[list[str]], k: int = RRF_K) -> dict[str, float]:
+def rrf(ranked_lists: list[list[int]], k: int = RRF_K) -> dict[int, float]:
     """Reciprocal-rank fusion of several ranked id lists."""
-    scores: dict[str, float] = {}
+    scores: dict[int, float] = {}
     for ranked in ranked_lists:
         for rank, item_id in enumerate(ranked):
             scores[item_id] = scores.get(item_id, 0.0) + 1.0 / (k + rank + 1)

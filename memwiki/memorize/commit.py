@@ -80,11 +80,14 @@ def merge_message(state: RunState, conflicts: list[dict[str, Any]]) -> str:
 
 
 def _result(state: RunState, already: bool = False) -> CommitResult:
+    # A path whose run version went to a conflict copy was not created or updated in the
+    # wiki: only the copy was (reported under conflicts), so do not say "updated" for it.
+    copied = {c["path"] for c in state.conflicts if c.get("copy")}
     return CommitResult(
         run_id=state.run_id,
         commit=state.merge_commit,
-        created=list(state.created_files),
-        updated=list(state.updated_files),
+        created=[p for p in state.created_files if p not in copied],
+        updated=[p for p in state.updated_files if p not in copied],
         deleted=list(state.deleted_files),
         conflicts=[dict(c) for c in state.conflicts],
         run_commit=state.run_commit,

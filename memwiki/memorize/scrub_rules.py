@@ -16,9 +16,11 @@ from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from .scrub_values import (
+    NEVER,
     STRONG,
     assignment_secret,
     hex_key,
+    is_placeholder,
     key_strength,
     looks_random,
     passwordish,
@@ -150,7 +152,7 @@ _BLOCK_RULES = [
 ]  # fmt: skip
 _CLASS_RULES = [
     _rx(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\"'<>]*:([^\s@/\"'<>]+)@", "url-password", 1,
-        lambda v, m: not value_is_code(v, False), ("://",)),
+        lambda v, m: not is_placeholder(v), ("://",)),
     _rx(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://([A-Za-z0-9_\-]{20,})@", "url-password", 1,
         lambda v, m: looks_random(v, 20) or hex_key(v), ("://",)),
     _rx(r"(?i:\bbearer)\s+(?=[A-Za-z0-9._~+/\-]*[0-9])([A-Za-z0-9._~+/\-]{16,}=*)",
@@ -189,11 +191,25 @@ _CLASS_RULES = [
         lambda v, m: key_strength(m.group(1)) == STRONG and not value_is_code(v, False),
         ("value",)),
     # prefix + random body: whsec_…, sk_live_…, dop_v1_…, the shape most providers use
-    _rx(r"\b(?!(?i:sha|md|h|utf|crc)\d)[A-Za-z][A-Za-z0-9]{1,11}(?:_[A-Za-z0-9]{1,8}){0,2}[_-]"
+    _rx(r"\b(?!(?i:sha|md|h|utf|crc)\d)[A-Za-z]{2,12}\d{0,2}(?:_[A-Za-z0-9]{1,8}){0,2}[_-]"
         r"([A-Za-z0-9_-]{24,})\b",
         "prefixed-token", 0,
-        lambda v, m: looks_random(v, 20) and max(map(len, re.split("[_-]", v))) >= 12),
+        lambda v, m: looks_random(v, 20) and _random_part(v) and not _named_not_secret(m)),
 ]  # fmt: skip
+
+
+def _random_part(value: str) -> bool:
+    """One `_`/`-` separated part is itself random: not ids like `bridge-20261201-15247`."""
+    return any(looks_random(part, 12) for part in re.split("[_-]", value))
+
+
+_KEY_BEFORE = re.compile(r"[\"']?([A-Za-z_][\w.-]*)[\"']?\s*[:=]\s*[\"']?$")
+
+
+def _named_not_secret(m: re.Match[str]) -> bool:
+    """The value of a field whose name says it is no secret (`"sourceHash": "…"`)."""
+    key = _KEY_BEFORE.search(m.string, max(0, m.start() - 80), m.start())
+    return key is not None and key_strength(key.group(1)) == NEVER
 
 
 def _run(rules: list[_Rule], text: str, low: str) -> Iterator[Span]:

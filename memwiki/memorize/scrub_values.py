@@ -103,6 +103,12 @@ _SECRETISH = re.compile(r"(?i)pass|pwd|token|secret|key|cred|auth")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+def is_placeholder(value: str) -> bool:
+    """`$VAR`, `<password>`, `****`, `your_token_here`: a stand-in, not a secret."""
+    v = value.strip()
+    return len(v) < 3 or v.startswith(MARK) or bool(_PLACEHOLDER.match(v))
+
+
 def value_is_code(value: str, bare: bool, typed: bool = False) -> bool:
     """True for values that are code about a secret rather than one."""
     v = value.strip()

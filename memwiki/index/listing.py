@@ -1,0 +1,89 @@
+"""What `memwiki list` takes from the index manifest instead of parsing every file again.
+
+The indexer stores each file's (name, description, tags, updated) in its manifest entry;
+a file whose size and mtime still match that entry, and that was not written within the
+racy window before the manifest, lists from it. Every other file is parsed as before, so
+a stale or missing index only costs speed, never correctness.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import recallfile as rfmod
+from ..recallfile import Problem
+from . import manifest
+
+Meta = tuple[str, str, tuple[str, ...], str | None]
+HEAD_BYTES = 16384  # frontmatter sits at the top: enough to see a `conflict_of:` key
+Fields = tuple[str, str, list[str], str | None]  # name, description, tags, updated
+
+
+class ListingCache:
+    """The manifest's listing metadata, loaded once per state.pkl version."""
+
+    def __init__(self, index_dir: Path):
+        self.path = index_dir / "state.pkl"
+        self._key: tuple[int, int] | None = None
+        self._files: dict[str, manifest.FileEntry] = {}
+
+    def files(self) -> dict[str, manifest.FileEntry]:
+        """rel -> manifest entry, for entries that can stand in for the file ({} if none)."""
+        try:
+            info = self.path.stat()
+        except OSError:
+            return {}
+        key = (info.st_size, info.st_mtime_ns)
+        if key == self._key:
+            return self._files
+        try:
+            state = manifest.load(self.path)
+        except (manifest.DamagedIndex, OSError):
+            state = None
+        files: dict[str, manifest.FileEntry] = {}
+        if state is not None:
+            racy = state.written_ns - manifest.RACY_NS
+            files = {
+                rel: e
+                for rel, e in state.files.items()
+                if e.meta is not None and e.problem is None and e.mtime_ns < racy
+            }
+        self._key, self._files = key, files
+        return files
+
+    def meta(self, rel: str, path: Path) -> Meta | None:
+        """The listing metadata of one file when the manifest still describes it."""
+        entry = self.files().get(rel)
+        if entry is None:
+            return None
+        try:
+            info = path.stat()
+        except OSError:
+            return None
+        same = (info.st_size, info.st_mtime_ns) == (entry.size, entry.mtime_ns)
+        return entry.meta if same else None
+
+    def describe(self, track: str, rel: str, path: Path) -> tuple[Fields | None, list[Problem]]:
+        """(name, description, tags, updated) of a RecallFile, or None and its problems."""
+        meta = self.meta(rel, path)
+        if meta is not None:
+            return (meta[0], meta[1], list(meta[2]), meta[3]), []
+        rf, problems = rfmod.try_read(path, track, rel)
+        if rf is None:
+            return None, problems
+        return (rf.name, rf.description, rf.tags, rf.updated), []
+
+    def known_valid(self, rel: str, path: Path) -> bool:
+        """True when the index parsed this file's current bytes as a valid RecallFile.
+
+        A file naming itself a conflict copy (`conflict_of:`) is never taken on trust:
+        lint reports those from the parsed frontmatter.
+        """
+        if self.meta(rel, path) is None:
+            return False
+        try:
+            with path.open("rb") as fh:
+                head = fh.read(HEAD_BYTES)
+        except OSError:
+            return False
+        return b"conflict_of" not in head
