@@ -9,7 +9,6 @@ Tune on LoCoMo dev and agentwiki; never on LoCoMo test.
 
 from __future__ import annotations
 
-import math
 import pickle
 import shutil
 import sys
@@ -21,7 +20,7 @@ LAB = Path("/tmp/memwiki-lab")
 
 
 def gather_wiki(name: str, root: Path, queries) -> dict:
-    """Per query: BM25 hits (row, score, matched-term idf share), every row's cosine."""
+    """Per query: BM25 hits (row, score), the best hit's IDF coverage, every row's cosine."""
     import numpy as np
 
     from memwiki.config import load
@@ -63,33 +62,6 @@ def gather_wiki(name: str, root: Path, queries) -> dict:
             }
         )
     return {"name": name, "paths": [r.path for r in rows], "files": paths, "queries": out}
-
-
-def bm25_coverage(directory: Path, query: str, top_ids: list[str]) -> list[float]:
-    """For each of the top BM25 items: the share of the query's IDF mass it matches."""
-    from whoosh import index
-    from whoosh.query import Or, Term
-
-    from memwiki.index import bm25
-
-    terms = bm25.query_terms(query)
-    if not terms:
-        return []
-    ix = index.open_dir(str(directory), indexname=bm25.INDEX_NAME)
-    with ix.searcher() as s:
-        n = s.doc_count_all()
-        idf = {}
-        for t in terms:
-            df = len({d for f in bm25.FIELD_BOOSTS for d in s.docs_for_query(Term(f, t))})
-            idf[t] = math.log(1 + n / (df + 1)) if df else 0.0
-        total = sum(idf.values()) or 1.0
-        q = Or([Term(f, t) for f in bm25.FIELD_BOOSTS for t in terms])
-        res = s.search(q, limit=len(top_ids) + 50, terms=True, optimize=False)
-        by_id = {}
-        for hit in res:
-            matched = {t.decode() if isinstance(t, bytes) else t for _, t in hit.matched_terms()}
-            by_id[hit["id"]] = sum(idf.get(t, 0) for t in matched) / total
-        return [by_id.get(i, 0.0) for i in top_ids]
 
 
 def gather() -> None:
