@@ -138,3 +138,16 @@ def test_detect_prints_the_client_version_and_whether_e2e_passed_with_it(tmp_pat
         assert st.version == version and st.version_tested is ok
         assert any("drifted" in n for n in st.notes) is (not ok)
     assert set(tested_versions()) >= {"claude-code", "codex", "openclaw", "hermes"}
+
+
+def test_version_parsing_of_each_clients_output():
+    from memwiki.hosts.integrate.detect import _VERSION
+
+    outputs = {
+        "2.1.197 (Claude Code)": "2.1.197",
+        "codex-cli 0.171.0": "0.171.0",
+        "OpenClaw 2026.9.6 (abc1234)": "2026.9.6",
+        "Hermes Agent v0.19.0 (2026.7.20)\nInstall directory: /x": "0.19.0",
+    }
+    for text, version in outputs.items():
+        assert _VERSION.search(text).group(1) == version

@@ -89,7 +89,11 @@ def run_hooks(root: Path, env: dict, calls: int) -> dict:
 
 
 def main(
-    sizes=(70, 2000), calls: int = 25, wikis: dict | None = None, embed: dict | None = None
+    sizes=(70, 2000),
+    calls: int = 25,
+    wikis: dict | None = None,
+    embed: dict | None = None,
+    own_sessions: bool = True,
 ) -> list[dict]:
     """Build the wikis (or take prepared ones), then run the hook under load and print a table.
 
@@ -123,8 +127,15 @@ def main(
         for files, root in prepared.items():  # unloaded first: how often the file is found
             env = {**env, "MEMWIKI_EMBED": (embed or {}).get(files, "onnx")}
             quiet = run_hooks(root, {**env, "MEMWIKI_DIR": str(root)}, 5)
+            # Each busy loop in its own session, as separate programs are: with autogroup
+            # scheduling (Linux's default on desktops) processes of one session share one
+            # group's CPU, so six loops started in the hook's own session would leave it a
+            # seventh of that group instead of a fair share of the machine.
             hogs = [
-                subprocess.Popen([sys.executable, "-c", HOG.format(s=600)]) for _ in range(HOGS)
+                subprocess.Popen(
+                    [sys.executable, "-c", HOG.format(s=600)], start_new_session=own_sessions
+                )
+                for _ in range(HOGS)
             ]
             time.sleep(2)
             loaded = run_hooks(root, {**env, "MEMWIKI_DIR": str(root)}, calls)

@@ -226,3 +226,27 @@ def _cron_run(world: World, wrapper: Path):
     cron_env = {k: v for k, v in env.items() if k not in ("PATH", "SHELL")}
     cron_env.update(PATH=f"{world.sb.bin}:/usr/bin:/bin", SHELL="/bin/sh")
     return world.sb.run(["/bin/sh", str(wrapper)], env=cron_env, cwd=world.sb.home, timeout=180)
+
+
+def test_codex_sandbox_flags_as_the_schedule_needs(tmp_path_factory):
+    """Why the schedule runs Codex with danger-full-access: the facts, on the real client."""
+    if "codex" not in HOSTS:
+        pytest.skip("codex not selected")
+    import subprocess
+
+    w = World(tmp_path_factory.mktemp("codex-sandbox"), "codex")
+    try:
+        subprocess.run(["git", "init", "-q", str(w.sb.project)], check=True, timeout=60)
+        got = {}
+        for mode in ("workspace-write", "danger-full-access"):
+            probe = w.sb.project / ".git" / "refs" / "heads" / f"probe-{mode}"
+            w.sb.set_script([f"mkdir {probe} && echo MKDIR-OK"], "done")
+            argv = [*w.client.argv, "exec", "--skip-git-repo-check", "--sandbox", mode, "go"]
+            run = w.sb.run(argv, env=w.p.env(), cwd=w.sb.project)
+            assert run.rc == 0, run.err[-2000:]
+            got[mode] = probe.is_dir()
+        assert got == {"workspace-write": False, "danger-full-access": True}  # .git read-only
+        gone = w.sb.run([*w.client.argv, "exec", "--full-auto", "go"], env=w.p.env())
+        assert gone.rc != 0 and "full-auto" in gone.err  # the flag no longer exists
+    finally:
+        w.sb.close()

@@ -26,7 +26,8 @@ SAMPLE_STREAMS = 3
 SAMPLE_RECORDS = 200
 DB_SUFFIXES = (".db", ".sqlite", ".vscdb")
 VERSION_TIMEOUT_S = 15
-_VERSION = re.compile(r"\b(\d+\.\d+(?:\.\d+)?)\b")
+# The first dotted version in `--version` output ("2.1.197 (Claude Code)", "v0.19.0 (…)").
+_VERSION = re.compile(r"(?<![\d.])(\d+\.\d+(?:\.\d+)?)(?![\d.])")
 
 
 @dataclass
