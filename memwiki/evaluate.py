@@ -18,6 +18,7 @@ class Query:
 
     query: str
     relevant: list[str]
+    kind: str = ""  # optional label ("paraphrase", "identifier", ...) for per-kind rows
 
 
 @dataclass
@@ -57,7 +58,7 @@ def load_queries(path: Path) -> list[Query]:
             ) from None
         if not isinstance(q, str) or not isinstance(rel, list) or not rel:
             raise InvalidInput(f"{path}:{n}: query must be a string and relevant a non-empty list")
-        queries.append(Query(q, [str(r) for r in rel]))
+        queries.append(Query(q, [str(r) for r in rel], str(obj.get("kind") or "")))
     if not queries:
         raise InvalidInput(f"{path}: no queries")
     return queries
@@ -77,42 +78,68 @@ def score_ranking(
     return any_hit, all_hit, rr, dcg / ideal if ideal else 0.0
 
 
-def evaluate(
+def run_queries(
     wiki, queries: list[Query], modes: list[str], k: int = 5, config=None, **options
-) -> list[ModeReport]:
-    """Run every query in every mode against one wiki and report the metrics per mode."""
+) -> dict[str, list[tuple[list[str], float]]]:
+    """Every query in every mode against one wiki: (ranked paths, latency ms) per query."""
     from .index.indexer import Index
     from .index.search import retrieve
 
     index = Index(wiki, config)
     index.snapshot(need_vectors=any(m != "bm25" for m in modes))  # build outside the timings
-    reports = []
+    runs: dict[str, list[tuple[list[str], float]]] = {}
     for mode in modes:
-        sums = [0.0, 0.0, 0.0, 0.0]
-        latencies = []
+        runs[mode] = []
         for q in queries:
             started = time.perf_counter()
             result = retrieve(
                 wiki, q.query, k=max(k, 10), mode=mode, index=index, budget=0, **options
             )
-            latencies.append((time.perf_counter() - started) * 1000)
-            for i, v in enumerate(score_ranking(result.paths(), q.relevant, k)):
-                sums[i] += v
-        n = len(queries)
-        p95 = statistics.quantiles(latencies, n=20)[-1] if n > 1 else latencies[0]
-        reports.append(
-            ModeReport(
-                mode,
-                n,
-                sums[0] / n,
-                sums[1] / n,
-                sums[2] / n,
-                sums[3] / n,
-                statistics.median(latencies),
-                p95,
-            )
-        )
-    return reports
+            runs[mode].append((result.paths(), (time.perf_counter() - started) * 1000))
+    return runs
+
+
+def summarise(
+    mode: str, queries: list[Query], runs: list[tuple[list[str], float]], k: int = 5
+) -> ModeReport:
+    """The metrics of one mode's runs (aligned with queries)."""
+    sums = [0.0, 0.0, 0.0, 0.0]
+    latencies = [ms for _, ms in runs]
+    for q, (ranked, _) in zip(queries, runs, strict=True):
+        for i, v in enumerate(score_ranking(ranked, q.relevant, k)):
+            sums[i] += v
+    n = len(queries)
+    p95 = statistics.quantiles(latencies, n=20)[-1] if n > 1 else latencies[0]
+    return ModeReport(
+        mode,
+        n,
+        sums[0] / n,
+        sums[1] / n,
+        sums[2] / n,
+        sums[3] / n,
+        statistics.median(latencies),
+        p95,
+    )
+
+
+def evaluate(
+    wiki, queries: list[Query], modes: list[str], k: int = 5, config=None, **options
+) -> list[ModeReport]:
+    """Run every query in every mode against one wiki and report the metrics per mode."""
+    runs = run_queries(wiki, queries, modes, k, config, **options)
+    return [summarise(mode, queries, runs[mode], k) for mode in modes]
+
+
+def by_kind(
+    queries: list[Query], runs: dict[str, list[tuple[list[str], float]]], mode: str, k: int = 5
+) -> dict[str, ModeReport]:
+    """One mode's metrics per query kind, kinds in order of first appearance."""
+    kinds = list(dict.fromkeys(q.kind for q in queries if q.kind))
+    out = {}
+    for kind in kinds:
+        picked = [(q, r) for q, r in zip(queries, runs[mode], strict=True) if q.kind == kind]
+        out[kind] = summarise(mode, [q for q, _ in picked], [r for _, r in picked], k)
+    return out
 
 
 def merge_reports(per_wiki: list[list[ModeReport]]) -> list[ModeReport]:

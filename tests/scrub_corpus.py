@@ -224,6 +224,7 @@ FORMATS: dict[str, F] = {
     "url-mongodb-srv": _one(lambda g: (f"mongodb+srv://{g.word()}:{(k := g.s(ALNUM, 16))}@cluster0.ab1cd.mongodb.net/test", k)),  # noqa: E501
     "url-https-basic": _one(lambda g: (f"pip install --index-url https://{g.word()}:{(k := g.s(ALNUM, 20))}@pypi.internal/simple pkg", k)),  # noqa: E501
     "url-amqp": _one(lambda g: (f"CELERY_BROKER_URL='amqp://{g.word()}:{(k := g.s(ALNUM, 18))}@rabbit:5672//'", k)),  # noqa: E501
+    "discord-webhook": _one(lambda g: (f"curl -X POST https://discord.com/api/webhooks/{g.s(DIGITS, 18)}/{(k := g.s(URLSAFE, 68))}", k)),  # noqa: E501
     "git-credentials": _one(lambda g: (f"https://x-access-token:{(k := g.s(ALNUM, 40))}@github.com", k)),  # noqa: E501
     "url-query-token": _one(lambda g: (f"GET /v1/export?format=csv&access_token={(k := g.s(ALNUM, 40))} HTTP/1.1", k)),  # noqa: E501
     # CLI password flags

@@ -61,8 +61,34 @@ def snapshot_facts(wiki: Wiki, queries=("billing deploy", "clickhouse charts", "
     rows = {r.id: r for r in snap.state.rows}
     matrix = snap.matrix()
     vectors = {r.id: matrix[i] for i, r in enumerate(snap.state.rows)}
-    hits = {q: [h for h, _ in bm25.search(snap.bm25_dir, q, 20)] for q in queries}
+    hits = {q: dict(bm25.search(snap.bm25_dir, q, 20)) for q in queries}
     return rows, vectors, hits, snap
+
+
+def assert_same_scores(a: dict, b: dict) -> None:
+    """Same ids, and the same score for each to 1e-6."""
+    assert set(a) == set(b)
+    for key in a:
+        assert abs(a[key] - b[key]) <= 1e-6, (key, a[key], b[key])
+
+
+def answers(wiki: Wiki, queries, mode="hybrid", **extra):
+    """Ranked files and their scores per query, from the command's library entry."""
+    c = cfg(wiki.root, **extra)
+    index = Index(wiki, c, notify=lambda m: None)  # one model load for every query
+    out = {}
+    for q in queries:
+        result = retrieve(wiki, q, k=10, mode=mode, config=c, index=index, budget=0)
+        out[q] = [(r.path, r.score) for r in result.results]
+    return out
+
+
+def assert_same_answers(a: dict, b: dict) -> None:
+    """Same files in the same order with the same scores to 1e-6."""
+    for q in a:
+        assert [p for p, _ in a[q]] == [p for p, _ in b[q]], q
+        for (_, s1), (_, s2) in zip(a[q], b[q], strict=True):
+            assert abs(s1 - s2) <= 1e-6, (q, s1, s2)
 
 
 def test_first_retrieve_builds_and_finds(tmp_path):
@@ -140,9 +166,82 @@ def test_incremental_updates_equal_a_rebuild(tmp_path_factory, ops):
     assert {k: (r.sha, r.heading) for k, r in rows.items()} == {
         k: (r.sha, r.heading) for k, r in rows2.items()
     }
-    assert {q: set(h) for q, h in hits.items()} == {q: set(h) for q, h in hits2.items()}
+    for q in hits:
+        assert_same_scores(hits[q], hits2[q])
     for key, vec in vectors.items():
         np.testing.assert_allclose(vec, vectors2[key], atol=1e-5)
+    queries = ["billing deploy", "release staging go", "kafka charts", "about a"]
+    assert_same_answers(answers(wiki, queries), answers(Wiki(clone), queries))
+
+
+LARGE_WORDS = (
+    "release billing staging kafka charts deploy go ledger invoice webhook postgres "
+    "migration cluster rollback alert backup restore queue worker cron lint merge"
+).split()
+
+
+@pytest.fixture(scope="module")
+def large_wiki(tmp_path_factory):
+    """A BM25-only wiki of 1,010 files, 2 items each: above the size optimised on every update."""
+    import random
+
+    rng = random.Random(11)
+    root = tmp_path_factory.mktemp("large") / "w"
+    wiki, _ = Wiki.init(root)
+    for n in range(1010):
+        words = [rng.choice(LARGE_WORDS) for _ in range(12)]
+        body = f"## One\n{' '.join(words[:6])}\n\n## Two\n{' '.join(words[6:])}\n"
+        write(root, f"memory/f{n:04d}.md", f"note {n} {words[0]}", body)
+    index = Index(wiki, cfg(root, MEMWIKI_EMBED="none"), notify=lambda m: None)
+    state = index.update().state
+    assert len(state.rows) > bm25.OPTIMIZE_BELOW
+    return root
+
+
+LARGE_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["edit", "delete", "create"]),
+        st.integers(0, 1099),
+        st.lists(st.sampled_from(LARGE_WORDS), min_size=1, max_size=12),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(
+    max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=LARGE_OPS)
+def test_incremental_equals_rebuild_exactly_above_the_optimise_size(
+    large_wiki, tmp_path_factory, ops
+):
+    """Whoosh keeps deleted documents in its statistics; scores must not depend on that."""
+    base = tmp_path_factory.mktemp("large-prop")
+    root = base / "w"
+    shutil.copytree(large_wiki, root)
+    wiki = Wiki(root)
+    index = Index(wiki, cfg(root, MEMWIKI_EMBED="none"), notify=lambda m: None)
+    for op, n, words in ops:
+        rel = f"memory/f{n:04d}.md"
+        if op == "delete":
+            (root / rel).unlink(missing_ok=True)
+        else:
+            write(root, rel, f"changed {n}", "## One\n" + " ".join(words) + "\n")
+        state = index.update(need_vectors=False).state
+    assert state.bm25_deleted > 0 or all(op == "create" for op, _, _ in ops)
+    clone = base / "rebuilt"
+    shutil.copytree(root, clone, ignore=shutil.ignore_patterns(".memwiki"))
+    queries = ["billing deploy", "kafka rollback alert", "changed queue", "note 17 cron"]
+    a = answers(wiki, queries, mode="bm25", MEMWIKI_EMBED="none")
+    b = answers(Wiki(clone), queries, mode="bm25", MEMWIKI_EMBED="none")
+    assert_same_answers(a, b)
+    snap_a = Index(wiki, cfg(root, MEMWIKI_EMBED="none")).snapshot(need_vectors=False)
+    snap_b = Index(Wiki(clone), cfg(clone, MEMWIKI_EMBED="none")).snapshot(need_vectors=False)
+    for q in queries:
+        assert_same_scores(
+            dict(bm25.search(snap_a.bm25_dir, q, 100)), dict(bm25.search(snap_b.bm25_dir, q, 100))
+        )
 
 
 def test_unchanged_text_is_never_embedded_twice(tmp_path):

@@ -190,7 +190,7 @@ def list_(
             }
         )
         return
-    rows = [("track", "name", "description", "updated")]
+    rows: list[tuple[str, ...]] = [("track", "name", "description", "updated")]
     rows += [(e.track, e.name, e.description, e.updated or "") for e in items]
     if not sys.stdout.isatty() and _print_plain(rows, width=200):
         if limit and page.next_cursor:

@@ -19,12 +19,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import StateError
 from . import bm25
 from . import manifest as st
 from .chunker import Item, chunk
 from .snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from ..embed import Embedder
 
 READER_WAIT_S = 5.0  # how long a reader waits for a writer before using the older index
 ITEMS_PER_FILE_GUESS = 5  # for sizing a first build before any file is chunked
@@ -64,7 +68,7 @@ class Index:
         self.config = config if config is not None else wiki.config
         self.notify = notify
         self._embedder_loaded = False
-        self._embedder = None
+        self._embedder: Embedder | None = None
         self._embedder_note = ""
         self._loaded: tuple[tuple, st.State] | None = None
 
@@ -132,7 +136,7 @@ class Index:
                 return "missing vector matrix"
             # .npy = a small header (a multiple of 64 bytes) + the float32 data; checked by
             # size so that BM25-only reads need not import numpy.
-            data = len(state.rows) * state.embedder["dim"] * 4
+            data = len(state.rows) * state.embedder["dim"] * 4  # type: ignore[index]
             if not data + 64 <= size <= data + 4096:
                 return "vector matrix has the wrong size"
         return None
@@ -144,6 +148,7 @@ class Index:
             signature = (info.st_ino, info.st_mtime_ns, info.st_size)
         except FileNotFoundError:
             return None, "no index yet"
+        state: st.State | None
         if self._loaded is not None and self._loaded[0] == signature:
             state = self._loaded[1]
         else:
@@ -196,6 +201,7 @@ class Index:
         state, problem = self._load()
         embed = need_vectors
         if problem is None:
+            assert state is not None  # no problem means there is a state
             changes, _ = st.scan(self.root, state)
             if inline_limit is not None and embed:
                 embed = self._embed_estimate(state, changes) <= inline_limit
@@ -279,6 +285,7 @@ class Index:
             self.notify(f"index damaged ({problem}); rebuilding it")
         if full or problem:
             return self._build(state, need_vectors)
+        assert state is not None  # no problem means there is a state
         changes, stats = st.scan(self.root, state)
         vectors_wanted = need_vectors and self._vectors_wanted(state)
         if not (changes.changed or changes.deleted or vectors_wanted):

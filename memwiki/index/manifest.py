@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from ..fsutil import file_sha256
 
-FORMAT = 9  # bump when chunking or analysis changes: old indexes are rebuilt (9: FileEntry.meta)
+FORMAT = 10  # bump when chunking or analysis changes: old indexes are rebuilt (9: FileEntry.meta; 10: CJK analysis)
 # A file modified this close to the moment the manifest was written may change again
 # within the same mtime tick without changing size: hash it again next time.
 RACY_NS = 2_000_000_000

@@ -12,9 +12,14 @@ from .indexer import Index, Snapshot, print_to_stderr
 MODES = ("hybrid", "bm25", "vector")
 CANDIDATES = 100  # items taken from each list before fusion
 RRF_K = 60
-# Normalised score fusion: BM25 / best BM25 + VECTOR_WEIGHT * cosine / best cosine.
-# Chosen over RRF by measurement on the LoCoMo dev split and the demo set (docs/retrieval.md).
+# Normalised score fusion: BM25 / best BM25 + w * cosine / best cosine, where the vector
+# weight w adapts to the query: VECTOR_WEIGHT when the best BM25 item contains every
+# specific word of the query (a keyword or identifier lookup, where BM25 is precise), up
+# to VECTOR_WEIGHT_MAX when it contains none of them (a paraphrase, where only the
+# vectors can see the match). Measured on LoCoMo dev and agentwiki (docs/retrieval.md).
 VECTOR_WEIGHT = 0.3
+VECTOR_WEIGHT_MAX = 1.5
+WEIGHT_POWER = 2.0
 MIN_COSINE = 0.15  # below this a vector-only hit is noise, not a match
 SECTIONS_PER_FILE = 3
 CHARS_PER_TOKEN = 4
@@ -125,9 +130,9 @@ class RetrievalResult:
         return "\n".join(out) + "\n"
 
 
-def rrf(ranked_lists: list[list[str]], k: int = RRF_K) -> dict[str, float]:
+def rrf(ranked_lists: list[list[int]], k: int = RRF_K) -> dict[int, float]:
     """Reciprocal-rank fusion of several ranked id lists."""
-    scores: dict[str, float] = {}
+    scores: dict[int, float] = {}
     for ranked in ranked_lists:
         for rank, item_id in enumerate(ranked):
             scores[item_id] = scores.get(item_id, 0.0) + 1.0 / (k + rank + 1)
@@ -146,6 +151,23 @@ def score_fusion(bm25_hits, vector_hits, weight: float = VECTOR_WEIGHT) -> dict:
         for i, s in vector_hits:
             fused[i] = fused.get(i, 0.0) + weight * s / top
     return fused
+
+
+def adaptive_weight(coverage: float) -> float:
+    """The vector weight for a query whose best BM25 item covers `coverage` of its IDF mass."""
+    missing = min(max(1.0 - coverage, 0.0), 1.0)
+    return VECTOR_WEIGHT + (VECTOR_WEIGHT_MAX - VECTOR_WEIGHT) * missing**WEIGHT_POWER
+
+
+def fuse(
+    bm25_hits, vector_hits, coverage: float, fusion: str = "score", weight: float | None = None
+) -> dict:
+    """The fused score of every candidate item: adaptive score fusion (default) or RRF."""
+    if fusion == "rrf":
+        return rrf([[i for i, _ in hits] for hits in (bm25_hits, vector_hits) if hits])
+    return score_fusion(
+        bm25_hits, vector_hits, adaptive_weight(coverage) if weight is None else weight
+    )
 
 
 def _vector_hits(
@@ -181,7 +203,7 @@ def retrieve(
     candidates: int = CANDIDATES,
     index: Index | None = None,
     fusion: str = "score",
-    vector_weight: float = VECTOR_WEIGHT,
+    vector_weight: float | None = None,
     project: str | None = None,
     deadline: float | None = None,
     background: bool = False,
@@ -189,6 +211,7 @@ def retrieve(
 ) -> RetrievalResult:
     """Search the wiki: fresh index, BM25 and vector candidates, fusion, files, sections.
 
+    vector_weight None (the default) adapts the weight to the query (adaptive_weight).
     deadline (a time.monotonic() value) makes the answer progressive: BM25 first, vectors
     only if they are ready by then. background: vector work larger than a few files is
     left to one background reindex instead of blocking the answer (index/progressive.py).
@@ -223,17 +246,23 @@ def retrieve(
     rows = snap.state.rows
     bm25_hits: list[tuple[int, float]] = []
     vector_hits: list[tuple[int, float]] = []
+    coverage = 0.0
     if (used_mode in ("hybrid", "bm25") or progressive) and query.strip():
         try:
-            hits = bm25.search(snap.bm25_dir, query, candidates, track, searcher=snap.searcher())
+            found_bm25 = bm25.search_hits(
+                snap.bm25_dir, query, candidates, track, searcher=snap.searcher()
+            )
         except Exception as exc:  # a Whoosh file damaged or deleted behind the manifest's back
             notify(f"index damaged (BM25 {type(exc).__name__}); rebuilding it")
             index.update(full=True, need_vectors=used_mode != "bm25" and not progressive)
             snap = index.snapshot(need_vectors=used_mode != "bm25" and not progressive)
             rows = snap.state.rows
-            hits = bm25.search(snap.bm25_dir, query, candidates, track, searcher=snap.searcher())
+            found_bm25 = bm25.search_hits(
+                snap.bm25_dir, query, candidates, track, searcher=snap.searcher()
+            )
         row_of = {r.id: i for i, r in enumerate(rows)}
-        bm25_hits = [(row_of[h], s) for h, s in hits if h in row_of]
+        bm25_hits = [(row_of[h], s) for h, s in found_bm25.items if h in row_of]
+        coverage = found_bm25.coverage
     job = None
     note = ""
     want_vectors = used_mode in ("hybrid", "vector") and bool(query.strip())
@@ -252,10 +281,7 @@ def retrieve(
                 bm25_hits = []
     elif want_vectors:
         vector_hits = _vector_hits(snap, embedder, query, track, candidates)
-    if fusion == "rrf":
-        fused = rrf([[i for i, _ in hits] for hits in (bm25_hits, vector_hits) if hits])
-    else:
-        fused = score_fusion(bm25_hits, vector_hits, vector_weight)
+    fused = fuse(bm25_hits, vector_hits, coverage, fusion, vector_weight)
     fused, scope = scope_to_project(rows, fused, project, query)
     results = _rollup(snap, fused, k)
     _fill_sections(snap, results, fused, budget)
@@ -328,7 +354,8 @@ def _rollup(snap: Snapshot, fused: dict[int, float], k: int) -> list[FileResult]
         path = snap.state.rows[i].path
         if path not in best or score > best[path][0]:
             best[path] = (score, i)
-    ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))[:k]
+    # Scores equal to 1e-9 are ties, broken by path: the same on every device.
+    ranked = sorted(best.items(), key=lambda kv: (-round(kv[1][0], 9), kv[0]))[:k]
     out = []
     for path, (score, i) in ranked:
         row = snap.state.rows[i]
@@ -343,7 +370,8 @@ def _fill_sections(
 ) -> None:
     """Give each file its best sections, best files first, within the token budget."""
     per_file: dict[str, list[int]] = {r.path: [] for r in results}
-    for i in sorted(fused, key=lambda i: -fused[i]):
+    rows_ = snap.state.rows
+    for i in sorted(fused, key=lambda i: (-fused[i], rows_[i].path, rows_[i].start_line)):
         path = snap.state.rows[i].path
         if path in per_file and len(per_file[path]) < SECTIONS_PER_FILE:
             per_file[path].append(i)

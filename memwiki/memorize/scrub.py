@@ -13,7 +13,6 @@ from __future__ import annotations
 import bisect
 import re
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -203,7 +202,6 @@ def scrub_text(text: str, counts: Counter[str] | None = None) -> str:
 def scrub_value(value: Any, counts: Counter[str] | None = None) -> Any:
     """Scrub every string inside a JSON value, recursively, keys included."""
     counts = counts if counts is not None else Counter()
-    walk: Callable[[Any], Any]
 
     def walk(v: Any) -> Any:
         if isinstance(v, str):

@@ -155,6 +155,9 @@ _CLASS_RULES = [
         lambda v, m: not is_placeholder(v), ("://",)),
     _rx(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://([A-Za-z0-9_\-]{20,})@", "url-password", 1,
         lambda v, m: looks_random(v, 20) or hex_key(v), ("://",)),
+    # webhook URLs carry their secret in the path (Discord, Teams, generic `/hooks/…`)
+    _rx(r"https?://[^\s\"'<>]*?(?i:webhook|hooks?)[^\s\"'<>]*?/([A-Za-z0-9_\-]{20,})", "url-secret",
+        1, lambda v, m: looks_random(v, 20) or hex_key(v), ("hook",)),
     _rx(r"(?i:\bbearer)\s+(?=[A-Za-z0-9._~+/\-]*[0-9])([A-Za-z0-9._~+/\-]{16,}=*)",
         "bearer-token", 1, None, ("bearer",)),
     _rx(r"(?i:\b(?:proxy-)?authorization)[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z][\w-]*\s+)?"

@@ -54,7 +54,7 @@ def is_hook_command(command: Any) -> bool:
 def _parse(text: str, label: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:  # the ValueError json.loads raises
         raise InvalidInput(f"{label}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(data, dict):
         raise InvalidInput(f"{label}: the top level must be a JSON object")
@@ -127,8 +127,8 @@ def add_hook(text: str | None, label: str = "settings.json", command: str = HOOK
 
 def _event_array(text: str) -> tuple[js.Container, js.Container, js.Container]:
     top = js.root(text)
-    hooks_c = js.scan(text, js.member(top, "hooks").value_start)
-    arr = js.scan(text, js.member(hooks_c, EVENT).value_start)
+    hooks_c = js.scan(text, js.member(top, "hooks").value_start)  # type: ignore[union-attr]
+    arr = js.scan(text, js.member(hooks_c, EVENT).value_start)  # type: ignore[union-attr]
     return top, hooks_c, arr
 
 
@@ -141,7 +141,7 @@ def _remove_one(text: str) -> str:
             continue
         if len(inner) == 1 and set(group) == {"hooks"}:
             return js.remove_child(text, arr, index)
-        inner_c = js.scan(text, js.member(js.scan(text, el.value_start), "hooks").value_start)
+        inner_c = js.scan(text, js.member(js.scan(text, el.value_start), "hooks").value_start)  # type: ignore[union-attr]
         pos = next(i for i, h in enumerate(inner) if _ours(h))
         return js.remove_child(text, inner_c, pos)
     return text
@@ -162,7 +162,7 @@ def remove_hook(text: str, label: str = "settings.json") -> str | None:
         index = next(i for i, c in enumerate(hooks_c.children) if c.key == EVENT)
         text = js.remove_child(text, hooks_c, index)
         top = js.root(text)
-        hooks_c = js.scan(text, js.member(top, "hooks").value_start)
+        hooks_c = js.scan(text, js.member(top, "hooks").value_start)  # type: ignore[union-attr]
         if not hooks_c.children:
             index = next(i for i, c in enumerate(top.children) if c.key == "hooks")
             text = js.remove_child(text, top, index)

@@ -116,7 +116,7 @@ def run_claude_code_hook(
     if worker.is_alive():
         return _fail(log_path, f"timeout after {int(budget_s * 1000)} ms budget", started)
     if "error" in box:
-        return _fail(log_path, _describe(box["error"]), started)
+        return _fail(log_path, _describe(box["error"]), started)  # type: ignore[arg-type]
     result = box.get("result")
     if not isinstance(result, str):
         return _fail(log_path, f"retrieve returned {type(result).__name__}, not text", started)

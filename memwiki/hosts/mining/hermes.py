@@ -83,7 +83,7 @@ def to_items(record: dict[str, Any], verdict: Verdict, ctx: dict[str, Any]) -> l
     for call in calls if isinstance(calls, list) else []:
         if not isinstance(call, dict):
             continue
-        fn = call.get("function") if isinstance(call.get("function"), dict) else call
+        fn: dict[str, Any] = call["function"] if isinstance(call.get("function"), dict) else call
         args = parse_json_text(fn.get("arguments", {}))
         items.extend(tool_call(fn.get("name"), args, call.get("id"), ctx))
     return items
