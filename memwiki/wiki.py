@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import recallfile as rfmod
+from .catalog import Page, list_page
 from .errors import InvalidInput, NotFound, StateError, StorageError
 from .fsutil import atomic_write_text, safe_join
 from .index.listing import ListingCache
@@ -23,38 +22,6 @@ if TYPE_CHECKING:
 
 TRACKS = ("memory", "skill")
 PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
-
-
-@dataclass(frozen=True)
-class Entry:
-    """A RecallFile as listed: enough to show it without reading its body."""
-
-    track: str
-    name: str
-    description: str
-    tags: list[str]
-    updated: str | None
-    path: str
-
-    def to_dict(self) -> dict:
-        """JSON form."""
-        return {
-            "track": self.track,
-            "name": self.name,
-            "path": self.path,
-            "description": self.description,
-            "tags": self.tags,
-            "updated": self.updated,
-        }
-
-
-@dataclass
-class Page:
-    """One page of list_recall_files, plus the files that could not be read."""
-
-    items: list[Entry]
-    next_cursor: str | None
-    skipped: list[Problem] = field(default_factory=list)
 
 
 @dataclass
@@ -74,25 +41,6 @@ class CommitResult:
             "updated": self.updated,
             "deleted": self.deleted,
         }
-
-
-def _encode_cursor(track: str, name: str, rel: str) -> str:
-    raw = json.dumps([track, name, rel]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> tuple[str, str, str]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        track, name, *rel = json.loads(raw)
-        if len(rel) > 1:
-            raise ValueError(cursor)
-        # A two-part cursor (older memwiki) sorts before every path of its (track, name).
-        return str(track), str(name), str(rel[0]) if rel else ""
-    except (ValueError, TypeError):
-        raise InvalidInput(
-            f"invalid cursor {cursor!r}: pass a next_cursor from a previous page"
-        ) from None
 
 
 class Wiki:
@@ -256,34 +204,8 @@ class Wiki:
         self, track: str | None = None, cursor: str | None = None, limit: int = 100
     ) -> Page:
         """One page of RecallFiles ordered by (track, name), with an opaque next_cursor."""
-        if limit < 1:
-            raise InvalidInput("limit must be at least 1")
-        after = _decode_cursor(cursor) if cursor else None
-        items: list[Entry] = []
-        skipped: list[Problem] = []
-        # The relative path completes the key: two files with one stem in nested folders
-        # of a track (a lint error, but it happens) must not hide each other across pages.
-        keyed = sorted(
-            ((t, p.stem, str(p.relative_to(self.root))), p) for t, p in self.iter_paths(track)
-        )
         self._listing = self._listing or ListingCache(self.sidecar / "index")
-        next_cursor = None
-        last: tuple[str, str, str] | None = None
-        for key, path in keyed:
-            if after is not None and key <= after:
-                continue
-            if len(items) == limit and last is not None:
-                next_cursor = _encode_cursor(*last)
-                break
-            rel = key[2]
-            # From the index manifest when it still describes the file, else parsed.
-            fields, problems = self._listing.describe(key[0], rel, path)
-            if fields is None:
-                skipped.extend(problems)
-                continue
-            items.append(Entry(key[0], *fields, path=rel))
-            last = key
-        return Page(items, next_cursor, skipped)
+        return list_page(self.root, self.iter_paths(track), self._listing, cursor, limit)
 
     # ----------------------------------------------------------- writing
 

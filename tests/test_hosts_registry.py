@@ -14,13 +14,13 @@ from memwiki.hosts.mining.collect import SELF_SESSION_VARS
 @pytest.mark.parametrize("host", HOSTS)
 def test_every_host_module_is_a_host(host, tmp_path):
     api = host_api(host)
-    for name in ("HOST", "SELF_SESSION_VAR", "Source", "instruction_file", "host_present"):
+    for name in ("HOST", "SELF_SESSION_VAR", "SOURCE", "instruction_file", "host_present"):
         assert hasattr(api, name), (host, name)
     assert host == api.HOST
-    assert issubclass(api.Source, TranscriptSource) and api.Source.host == host
+    assert issubclass(api.SOURCE, TranscriptSource) and api.SOURCE.host == host
     cfg = load(options={"wiki": str(tmp_path / "w")}, environ={"HOME": str(tmp_path)})
     assert api.host_present(cfg) is False  # an empty HOME has no trace of any agent
-    assert api.Source(cfg).list_sessions() == []  # nor sessions (the shared root_dir check)
+    assert api.SOURCE(cfg).list_sessions() == []  # nor sessions (the shared root_dir check)
     # The protocol's members are the module's (names and arity), so the cast is honest.
     for name in ("instruction_file", "host_present"):
         want = len(inspect.signature(getattr(Host, name)).parameters) - 1  # minus self

@@ -17,14 +17,14 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class State:
+class Invocation:
     """Global options of this invocation (set by the Typer root callback)."""
 
     wiki: str | None = None
     debug: bool = False
 
 
-state = State()
+state = Invocation()
 
 
 def config() -> Config:

@@ -12,7 +12,6 @@ command sees the mismatch and rebuilds, taking vectors from the cache.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import sys
 import time
@@ -24,7 +23,8 @@ from typing import TYPE_CHECKING
 from ..errors import StateError
 from . import bm25
 from . import manifest as st
-from .chunker import Item, chunk
+from .chunker import Item
+from .reading import read_file_items, row_of
 from .snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -235,7 +235,7 @@ class Index:
             status["stage"] = "reading"
             lock.release()
 
-    def _embed_estimate(self, state: st.State, changes: st.Changes) -> int:
+    def _embed_estimate(self, state: st.State, changes: st.ScanChanges) -> int:
         """About how many items a vector-complete update would embed now."""
         if not state.vectors_file:
             return len(state.rows) + len(changes.changed) * 5
@@ -295,45 +295,6 @@ class Index:
             return UpdateReport(state=state)
         return self._apply(state, changes, stats, need_vectors)
 
-    def _read_items(
-        self, rel: str, sha: str | None, stat
-    ) -> tuple[list[Item], st.FileEntry, tuple[str, ...]]:
-        """Chunk one file; a file that cannot be indexed gets a manifest entry with its problem."""
-        from .. import recallfile as rfmod
-        from ..project import file_projects
-
-        path = self.root / rel
-        track = rel.split("/", 1)[0]
-        problem = None
-        items: list[Item] = []
-        projects: tuple[str, ...] = ()
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            data, problem = b"", f"cannot read: {exc.strerror}"
-        sha = sha or hashlib.sha256(data).hexdigest()
-        entry = st.FileEntry(len(data), stat.st_mtime_ns if stat else 0, sha)
-        if problem is None:
-            problem = rfmod.size_problem(len(data))  # larger files are reported, not indexed
-        if problem is None:
-            try:
-                rf = rfmod.parse(data, track=track, stem=path.stem, path=rel)
-                items = chunk(
-                    rf.body,
-                    rf.body_line,
-                    path=rel,
-                    track=track,
-                    name=rf.name,
-                    description=rf.description,
-                    tags=tuple(rf.tags),
-                )
-                projects = file_projects(rf.extra, track, path.stem)
-                entry.meta = (rf.name, rf.description, tuple(rf.tags), rf.updated)
-            except rfmod.InvalidRecallFile as exc:
-                problem = "; ".join(f"line {p.line}: {p.message}" for p in exc.problems)
-        entry.problem = problem
-        return items, entry, projects
-
     def _chunk_many(
         self, rels: list[str], hashes: dict[str, str], stats: dict, report: UpdateReport
     ):
@@ -341,8 +302,8 @@ class Index:
         files: dict[str, st.FileEntry] = {}
         projects: dict[str, tuple[str, ...]] = {}
         for rel in rels:
-            file_items, entry, projects[rel] = self._read_items(
-                rel, hashes.get(rel), stats.get(rel)
+            file_items, entry, projects[rel] = read_file_items(
+                self.root, rel, hashes.get(rel), stats.get(rel)
             )
             files[rel] = entry
             if entry.problem:
@@ -364,7 +325,7 @@ class Index:
             shutil.rmtree(target)
         whoosh_gen = bm25.create(target, items)
         new = st.State(generation=gen, bm25_dir=bm25_dir, whoosh_generation=whoosh_gen, files=files)
-        new.rows = [_row(i, projects.get(i.path, ())) for i in items]
+        new.rows = [row_of(i, projects.get(i.path, ())) for i in items]
         self._write_vectors(old, new, list(range(len(items))), need_vectors, report, items)
         st.save(self.state_path, new)
         self._cleanup(new)
@@ -372,7 +333,7 @@ class Index:
         return report
 
     def _apply(
-        self, old: st.State, changes: st.Changes, stats: dict, need_vectors: bool
+        self, old: st.State, changes: st.ScanChanges, stats: dict, need_vectors: bool
     ) -> UpdateReport:
         report = UpdateReport()
         items, changed_files, projects = self._chunk_many(
@@ -386,7 +347,9 @@ class Index:
         gen = old.generation + 1
         new = st.State(generation=gen, bm25_dir=old.bm25_dir, files=files)
         keep = [i for i, r in enumerate(old.rows) if r.path not in gone]
-        new.rows = [old.rows[i] for i in keep] + [_row(i, projects.get(i.path, ())) for i in items]
+        new.rows = [old.rows[i] for i in keep] + [
+            row_of(i, projects.get(i.path, ())) for i in items
+        ]
         added_rows = list(range(len(keep), len(new.rows)))
         self._write_vectors(old, new, added_rows, need_vectors, report, items, keep=keep)
         if gone or items:
@@ -425,18 +388,3 @@ class Index:
         for path in self.directory.glob("bm25-*"):
             if path.name != state.bm25_dir and path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
-
-
-def _row(item: Item, projects: tuple[str, ...] = ()) -> st.Row:
-    return st.Row(
-        item.path,
-        item.track,
-        item.name,
-        item.description,
-        item.tags,
-        item.heading,
-        item.start_line,
-        item.end_line,
-        item.sha,
-        projects,
-    )

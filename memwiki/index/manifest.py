@@ -138,7 +138,7 @@ def walk(root: Path) -> dict[str, os.stat_result]:
 
 
 @dataclass
-class Changes:
+class ScanChanges:
     """What differs between the wiki on disk and the manifest."""
 
     changed: list[str] = field(default_factory=list)  # added or modified: (re)index these
@@ -150,11 +150,11 @@ class Changes:
         return bool(self.changed or self.deleted or self.touched)
 
 
-def scan(root: Path, state: State | None) -> tuple[Changes, dict[str, os.stat_result]]:
+def scan(root: Path, state: State | None) -> tuple[ScanChanges, dict[str, os.stat_result]]:
     """Compare the wiki with the manifest: stat every file, hash only those whose stat changed."""
     stats = walk(root)
     known = state.files if state else {}
-    changes = Changes()
+    changes = ScanChanges()
     racy_before = (state.written_ns if state else 0) - RACY_NS
     for rel, st in stats.items():
         entry = known.get(rel)

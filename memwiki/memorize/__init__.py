@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from .commit import CommitResult, commit
+from .commit import RunCommitResult, commit
 from .prepare import PrepareResult, prepare, prepare_sessions
 from .resources import ProjectResources, verify_resources
 from .runs import DiscardResult, RunStatus, discard, status
 from .validate import RunInvalid
 
 __all__ = [
-    "CommitResult",
+    "RunCommitResult",
     "DiscardResult",
     "PrepareResult",
     "ProjectResources",

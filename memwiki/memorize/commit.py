@@ -31,7 +31,7 @@ Reindex = Callable[[], None]
 
 
 @dataclass
-class CommitResult:
+class RunCommitResult:
     """What a run's commit did to the wiki."""
 
     run_id: str
@@ -79,11 +79,11 @@ def merge_message(state: RunState, conflicts: list[dict[str, Any]]) -> str:
     return build_merge_message(f"memorize: merge run {state.run_id}", conflicts, _trailers(state))
 
 
-def _result(state: RunState, already: bool = False) -> CommitResult:
+def _result(state: RunState, already: bool = False) -> RunCommitResult:
     # A path whose run version went to a conflict copy was not created or updated in the
     # wiki: only the copy was (reported under conflicts), so do not say "updated" for it.
     copied = {c["path"] for c in state.conflicts if c.get("copy")}
-    return CommitResult(
+    return RunCommitResult(
         run_id=state.run_id,
         commit=state.merge_commit,
         created=[p for p in state.created_files if p not in copied],
@@ -114,7 +114,7 @@ def _finish(
 
 def _recover(
     repo: pygit2.Repository, ref_name: str, state: RunState, directory: Path
-) -> CommitResult | None:
+) -> RunCommitResult | None:
     """Finish a run whose merge already happened (a crash, a retry); None if it has not."""
     head = repo.references[ref_name].target
     if state.run_commit is None or not worktrees.is_merged(repo, state.run_commit, head):
@@ -168,7 +168,7 @@ def _commit_run_branch(
 
 def _commit_locked(
     wiki: Wiki, run_id: str, directory: Path, checkpoint: Checkpoint
-) -> CommitResult:
+) -> RunCommitResult:
     state = runstate.load_state(directory)
     if state is None or state.phase == runstate.PREPARING:
         raise StateError(
@@ -226,7 +226,7 @@ def commit(
     reindex: Reindex | None = None,
     *,
     _checkpoint: Checkpoint | None = None,
-) -> CommitResult:
+) -> RunCommitResult:
     """Validate, commit and merge a run into the wiki's branch, then reindex and clean up."""
     checkpoint = _checkpoint or _noop
     directory = runstate.require_run_dir(wiki.sidecar, run_id)

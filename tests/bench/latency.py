@@ -101,6 +101,7 @@ def main(runs: int = 7, files: int = 2000) -> dict:
     from memwiki.embed import load_embedder
     from memwiki.index import manifest as st
     from memwiki.index.indexer import Index
+    from memwiki.index.reading import read_file_items
     from memwiki.index.vectors import embed_text_of
     from memwiki.wiki import Wiki
 
@@ -116,7 +117,7 @@ def main(runs: int = 7, files: int = 2000) -> dict:
         index = Index(wiki, cfg, notify=lambda m: None)
         texts = []  # exactly the texts the build will embed, chunked the same way
         for rel in sorted(st.walk(wiki.root)):
-            items, *_ = index._read_items(rel, None, None)
+            items, *_ = read_file_items(wiki.root, rel, None, None)
             texts += [it.embed_text for it in items]
         started = time.perf_counter()
         embedder.embed(texts)

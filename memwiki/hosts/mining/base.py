@@ -142,7 +142,7 @@ class Host(Protocol):
     HOST: str
     # The variable naming the session a scheduled run is in (hosts.md §9), or None.
     SELF_SESSION_VAR: str | None
-    Source: type[TranscriptSource]
+    SOURCE: type[TranscriptSource]  # the module's transcript source class
 
     def instruction_file(self, config: Config) -> Path | None:
         """The user-level instruction file the managed block goes into (None: per project)."""
@@ -167,7 +167,7 @@ def host_api(host: str) -> Host:
 
 def get_source(host: str, config: Config, session_dir: Path | None = None) -> TranscriptSource:
     """The transcript source for a host name."""
-    return host_api(host).Source(config, session_dir)
+    return host_api(host).SOURCE(config, session_dir)
 
 
 def env_path(config: Config, name: str) -> Path | None:

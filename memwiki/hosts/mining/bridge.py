@@ -88,7 +88,7 @@ class BridgeCommitResult:
     """The memorize commit of the pending run, and whether the cursor moved forward."""
 
     host: str
-    commit: memorize.CommitResult
+    commit: memorize.RunCommitResult
     cursor_advanced: bool
     sessions: list[dict[str, Any]] = field(default_factory=list)
 

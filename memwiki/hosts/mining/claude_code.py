@@ -72,7 +72,7 @@ def _subagent_item(item: dict[str, Any]) -> dict[str, Any]:
     return {"type": "tool_result", "name": "subagent", "content": item["content"]}
 
 
-class Source(JsonlSource):
+class ClaudeCodeSource(JsonlSource):
     """Reader for Claude Code project transcripts."""
 
     host = HOST
@@ -112,3 +112,6 @@ class Source(JsonlSource):
     # The module-level functions are the reader's rules; tests call them directly too.
     classify = staticmethod(classify)
     to_items = staticmethod(to_items)
+
+
+SOURCE = ClaudeCodeSource

@@ -178,7 +178,7 @@ def session_id_of(path: Path) -> str:
     return match.group(1) if match else path.stem
 
 
-class Source(JsonlSource):
+class CodexSource(JsonlSource):
     """Reader for Codex rollout files."""
 
     host = HOST
@@ -211,3 +211,6 @@ class Source(JsonlSource):
     # The module-level functions are the reader's rules; tests call them directly too.
     classify = staticmethod(classify)
     to_items = staticmethod(to_items)
+
+
+SOURCE = CodexSource

@@ -56,7 +56,7 @@ def to_items(record: dict[str, Any], verdict: Verdict, ctx: dict[str, Any]) -> l
     return [it for it in items if it["type"] != "message" or it["content"].strip()]
 
 
-class Source(JsonlSource):
+class CursorSource(JsonlSource):
     """Reader for Cursor agent transcripts."""
 
     host = HOST
@@ -88,3 +88,6 @@ class Source(JsonlSource):
     # The module-level functions are the reader's rules; tests call them directly too.
     classify = staticmethod(classify)
     to_items = staticmethod(to_items)
+
+
+SOURCE = CursorSource

@@ -100,7 +100,7 @@ def sniff(directory: Path) -> dict[str, Any]:
     }
 
 
-class Source(JsonlSource):
+class GenericSource(JsonlSource):
     """Reader for any directory of JSONL transcripts (session id = file stem)."""
 
     host = HOST
@@ -127,3 +127,6 @@ class Source(JsonlSource):
     # The module-level functions are the reader's rules; tests call them directly too.
     classify = staticmethod(classify)
     to_items = staticmethod(to_items)
+
+
+SOURCE = GenericSource

@@ -103,7 +103,7 @@ def unwrap_tool_output(content: Any) -> tuple[Any, bool | None]:
     return text, failed
 
 
-class Source(TranscriptSource):
+class HermesSource(TranscriptSource):
     """Reader for the Hermes SQLite store (cursor = highest message row id read)."""
 
     host = HOST
@@ -207,3 +207,6 @@ class Source(TranscriptSource):
     # The module-level functions are the reader's rules; tests call them directly too.
     classify = staticmethod(classify)
     to_items = staticmethod(to_items)
+
+
+SOURCE = HermesSource

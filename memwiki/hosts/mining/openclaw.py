@@ -78,7 +78,7 @@ def _legacy_skipped(path: Path) -> bool:
     )
 
 
-class Source(JsonlSource):
+class OpenClawSource(JsonlSource):
     """Reader for OpenClaw agent stores (database rows win over legacy files)."""
 
     host = HOST
@@ -213,3 +213,6 @@ def _generations(conn: sqlite3.Connection) -> dict[Any, str]:
             "SELECT session_id, generation FROM transcript_rewrite_watermarks"
         )
     }
+
+
+SOURCE = OpenClawSource
