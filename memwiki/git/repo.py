@@ -166,6 +166,14 @@ def commit_index(repo: pygit2.Repository, message: str, parents: list | None = N
     return str(oid)
 
 
+def _commit_staged(repo: pygit2.Repository, message: str | None) -> tuple[str | None, Changes]:
+    """Commit what is staged, described when no message is given; (None, empty) when nothing is."""
+    changes = staged_changes(repo)
+    if not changes:
+        return None, changes
+    return commit_index(repo, message or describe(changes)), changes
+
+
 def commit_all(
     repo: pygit2.Repository,
     message: str | None = None,
@@ -173,10 +181,7 @@ def commit_all(
 ) -> tuple[str | None, Changes]:
     """Stage and commit everything that changed (but skip); (None, empty) when nothing did."""
     stage_all(repo, skip)
-    changes = staged_changes(repo)
-    if not changes:
-        return None, changes
-    return commit_index(repo, message or describe(changes)), changes
+    return _commit_staged(repo, message)
 
 
 def commit_paths(
@@ -184,10 +189,7 @@ def commit_paths(
 ) -> tuple[str | None, Changes]:
     """Stage and commit only these paths, leaving other work in progress (hand edits) alone."""
     stage_paths(repo, paths)
-    changes = staged_changes(repo)
-    if not changes:
-        return None, changes
-    return commit_index(repo, message or describe(changes)), changes
+    return _commit_staged(repo, message)
 
 
 def changes_of(repo: pygit2.Repository, commit: pygit2.Commit) -> Changes:

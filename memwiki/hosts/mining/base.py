@@ -229,6 +229,15 @@ def read_jsonl_lines(path: Path, start: int) -> tuple[list[bytes], int]:
 class JsonlSource(TranscriptSource):
     """A source whose streams are append-only JSONL files (cursor = complete line count)."""
 
+    def list_sessions(self) -> list[SessionRef]:
+        """Every stream under the location, newest first; none when the location is missing."""
+        root = self.root_dir()
+        return [] if root is None else newest_first(self.sessions_in(root))
+
+    @abstractmethod
+    def sessions_in(self, root: Path) -> Iterable[SessionRef]:
+        """The streams below an existing location directory, in any order."""
+
     def ref_for(self, path: Path, key: str, session_id: str, **extra: Any) -> SessionRef:
         """A SessionRef for one JSONL file."""
         sig, mtime = file_signature(path)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ...config import Config
-from .base import JsonlSource, SessionRef, env_path, newest_first, walk_jsonl
+from .base import JsonlSource, SessionRef, env_path, walk_jsonl
 from .records import ROLES, Verdict, block_items, classify_blocks
 
 HOST = "claude-code"
@@ -81,11 +82,8 @@ class ClaudeCodeSource(JsonlSource):
         """<claude config dir>/projects."""
         return config_dir(self.config) / "projects"
 
-    def list_sessions(self) -> list[SessionRef]:
+    def sessions_in(self, root: Path) -> Iterable[SessionRef]:
         """Main transcripts and subagent transcripts, newest first."""
-        root = self.root_dir()
-        if root is None:
-            return []
         # session_dir may name one project (slug) directory instead of the projects root.
         project_mode = any(p.is_file() for p in root.glob("*.jsonl"))
         refs = []
@@ -98,7 +96,7 @@ class ClaudeCodeSource(JsonlSource):
             ref = self._ref(path, parts)
             if ref is not None:
                 refs.append(ref)
-        return newest_first(refs)
+        return refs
 
     def _ref(self, path: Path, parts: tuple[str, ...]) -> SessionRef | None:
         if len(parts) == 1:

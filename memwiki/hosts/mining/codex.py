@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ...config import Config
-from .base import JsonlSource, SessionRef, env_path, newest_first, walk_jsonl
+from .base import JsonlSource, SessionRef, env_path, walk_jsonl
 from .records import ROLES, TEXT_BLOCKS, Verdict, message, parse_json_text, tool_call, tool_result
 
 HOST = "codex"
@@ -187,11 +188,8 @@ class CodexSource(JsonlSource):
         """$CODEX_HOME (sessions/ and archived_sessions/ are both read)."""
         return codex_home(self.config)
 
-    def list_sessions(self) -> list[SessionRef]:
+    def sessions_in(self, root: Path) -> Iterable[SessionRef]:
         """Rollout files, newest first; keyed by session id so archiving a file keeps its cursor."""
-        root = self.root_dir()
-        if root is None:
-            return []
         if self.session_dir is None:
             roots = [root / "sessions", root / "archived_sessions"]
         else:
@@ -206,7 +204,7 @@ class CodexSource(JsonlSource):
                 # A session both live and archived: the newer copy wins.
                 if sid not in by_id or ref.mtime > by_id[sid].mtime:
                     by_id[sid] = ref
-        return newest_first(by_id.values())
+        return by_id.values()
 
     # The module-level functions are the reader's rules; tests call them directly too.
     classify = staticmethod(classify)

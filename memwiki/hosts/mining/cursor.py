@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ...config import Config
-from .base import JsonlSource, SessionRef, newest_first, walk_jsonl
+from .base import JsonlSource, SessionRef, walk_jsonl
 from .records import ROLES, Verdict, block_items, classify_blocks
 
 HOST = "cursor"
@@ -65,11 +66,8 @@ class CursorSource(JsonlSource):
         """~/.cursor/projects."""
         return cursor_dir(self.config) / "projects"
 
-    def list_sessions(self) -> list[SessionRef]:
+    def sessions_in(self, root: Path) -> Iterable[SessionRef]:
         """Only */agent-transcripts/**/*.jsonl: project dirs also hold terminals and canvases."""
-        root = self.root_dir()
-        if root is None:
-            return []
         refs = []
         for path in walk_jsonl(root):
             parts = path.relative_to(root).parts
@@ -83,7 +81,7 @@ class CursorSource(JsonlSource):
             owner = rel[0] if len(rel) > 1 else Path(rel[0]).stem
             key = "/".join(parts)[: -len(".jsonl")]
             refs.append(self.ref_for(path, key=key, session_id=owner))
-        return newest_first(refs)
+        return refs
 
     # The module-level functions are the reader's rules; tests call them directly too.
     classify = staticmethod(classify)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ...config import Config
 from . import claude_code, codex, cursor, hermes, openclaw
-from .base import JsonlSource, SessionRef, newest_first, read_jsonl_lines, walk_jsonl
+from .base import JsonlSource, SessionRef, read_jsonl_lines, walk_jsonl
 from .records import ROLES, Verdict, parse_record
 
 HOST = "generic"
@@ -109,16 +110,13 @@ class GenericSource(JsonlSource):
         """None: the generic reader only reads an explicit session_dir."""
         return None
 
-    def list_sessions(self) -> list[SessionRef]:
+    def sessions_in(self, root: Path) -> Iterable[SessionRef]:
         """Every *.jsonl under the directory, newest first."""
-        root = self.root_dir()
-        if root is None:
-            return []
         refs = []
         for path in walk_jsonl(root):
             key = str(path.relative_to(root))[: -len(".jsonl")]
             refs.append(self.ref_for(path, key=key, session_id=path.stem))
-        return newest_first(refs)
+        return refs
 
     def recognizes(self, record: dict[str, Any]) -> bool:
         """True when some dialect matches the record's shape."""

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ...config import Config
-from .base import JsonlSource, ReadResult, SessionRef, env_path, newest_first
+from .base import JsonlSource, ReadResult, SessionRef, env_path
 from .records import ROLES, TOOL_CALL_BLOCKS, Verdict, block_items, block_types, tool_result
 from .sqlite_ro import connect_ro, epoch_seconds, reading, table_columns
 
@@ -87,11 +88,10 @@ class OpenClawSource(JsonlSource):
         """The state directory (agents/ below it)."""
         return state_dir(self.config)
 
-    def list_sessions(self) -> list[SessionRef]:
-        """Database sessions and legacy JSONL sessions of every agent, newest first."""
-        root = self.root_dir()
-        agents = root / "agents" if root else None
-        if agents is None or not agents.is_dir():
+    def sessions_in(self, root: Path) -> Iterable[SessionRef]:
+        """Database sessions and legacy JSONL sessions of every agent."""
+        agents = root / "agents"
+        if not agents.is_dir():
             return []
         refs: dict[str, SessionRef] = {}
         for agent_dir in sorted(p for p in agents.iterdir() if p.is_dir()):
@@ -105,7 +105,7 @@ class OpenClawSource(JsonlSource):
                     continue  # trace-only, duplicate, already imported, or in the database
                 aliases = (path.stem, *_bridge_alias(path.stem))
                 refs[key] = self.ref_for(path, key=key, session_id=key, aliases=aliases)
-        return newest_first(refs.values())
+        return refs.values()
 
     def _list_db(self, agent: str, db: Path) -> list[SessionRef]:
         with connect_ro(db) as conn:
