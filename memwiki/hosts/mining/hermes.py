@@ -18,7 +18,7 @@ from .records import (
     tool_call,
     tool_result,
 )
-from .sqlite_ro import connect_ro, epoch_seconds, reading, table_columns
+from .sqlite_ro import connect_ro, epoch_seconds, grouped_sessions, reading, table_columns
 
 HOST = "hermes"
 SELF_SESSION_VAR = "HERMES_SESSION_ID"
@@ -136,11 +136,9 @@ class HermesSource(TranscriptSource):
 
     def _list_db(self, prefix: str, db: Path) -> list[SessionRef]:
         with connect_ro(db) as conn:
-            if "session_id" not in table_columns(conn, "messages"):
+            rows = grouped_sessions(conn, "messages", ("timestamp", "id"))
+            if not rows:
                 return []
-            rows = conn.execute(
-                "SELECT session_id, MAX(timestamp), MAX(id) FROM messages GROUP BY session_id"
-            ).fetchall()
             parents: dict[str, str] = {}
             if "parent_session_id" in table_columns(conn, "sessions"):
                 parents = dict(

@@ -11,7 +11,7 @@ from typing import Any
 from ...config import Config
 from .base import JsonlSource, ReadResult, SessionRef, env_path
 from .records import ROLES, TOOL_CALL_BLOCKS, Verdict, block_items, block_types, tool_result
-from .sqlite_ro import connect_ro, epoch_seconds, reading, table_columns
+from .sqlite_ro import connect_ro, epoch_seconds, grouped_sessions, reading, table_columns
 
 HOST = "openclaw"
 SELF_SESSION_VAR = None  # the wrapper names the run's session itself (BRIDGE_SESSION_PREFIX)
@@ -109,12 +109,9 @@ class OpenClawSource(JsonlSource):
 
     def _list_db(self, agent: str, db: Path) -> list[SessionRef]:
         with connect_ro(db) as conn:
-            if "session_id" not in table_columns(conn, "transcript_events"):
+            rows = grouped_sessions(conn, "transcript_events", ("seq", "created_at"))
+            if not rows:
                 return []
-            rows = conn.execute(
-                "SELECT session_id, MAX(seq), MAX(created_at) FROM transcript_events"
-                " GROUP BY session_id"
-            ).fetchall()
             keys: dict[str, Any] = {}
             if "session_key" in table_columns(conn, "session_windows"):
                 keys = dict(conn.execute("SELECT session_id, session_key FROM session_windows"))

@@ -49,6 +49,14 @@ def table_columns(conn: sqlite3.Connection, table: str) -> set[str]:
         raise sqlite3.DatabaseError("database schema is not valid UTF-8") from None
 
 
+def grouped_sessions(conn: sqlite3.Connection, table: str, columns: tuple[str, ...]) -> list:
+    """(session_id, MAX(column) for each column) per session of table; [] without session_id."""
+    if "session_id" not in table_columns(conn, table):
+        return []
+    maxima = ", ".join(f"MAX({c})" for c in columns)
+    return conn.execute(f"SELECT session_id, {maxima} FROM {table} GROUP BY session_id").fetchall()
+
+
 def epoch_seconds(value: object) -> float:
     """An epoch timestamp in seconds; numbers above 1e11 are milliseconds (hosts.md §7)."""
     if isinstance(value, int | float):
