@@ -10,26 +10,15 @@ from __future__ import annotations
 import json
 import random
 import shutil
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 from test_index_crash import build_wiki, env_for
+from test_progressive import cli as _cli
 
 RUN_S = 20.0
 QUERY = "release staging webhook"
-
-
-def _cli(root: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "memwiki", "--wiki", str(root), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def test_readers_never_fail_during_writes_and_reindex(tmp_path):
