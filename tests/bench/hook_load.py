@@ -10,7 +10,6 @@ wall time of the whole hook process (start-up included), against the budget + 30
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -27,69 +26,9 @@ import latency  # noqa: E402
 
 HOGS = 6
 BUDGET_MS = 1500  # the default hook_budget_ms
-RELEVANT = "skill/rotate-webhook-secret.md"
+RELEVANT = latency.RELEVANT
 PROMPT = "how do we rotate the stripe webhook signing secret?"
 HOG = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end:\n    pass\n"
-
-
-def seed(root: Path) -> None:
-    """The one file that answers the prompt."""
-    path = root / RELEVANT
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        "---\nname: rotate-webhook-secret\ndescription: How to rotate the Stripe webhook "
-        "signing secret\n---\n# Rotate the webhook secret\n\n1. Create a new signing secret "
-        "in the Stripe dashboard.\n2. Store it in the vault as STRIPE_WEBHOOK_SECRET.\n"
-        "3. Restart the billing workers; old events still verify for 24 hours.\n"
-    )
-
-
-#: Bump when generate_wiki/seed change what they write; the content digest guards the rest.
-GENERATOR_VERSION = 1
-CACHE = Path.home() / ".cache" / "memwiki-bench"
-
-
-def _digest(root: Path) -> str:
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*.md")):
-        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
-    return h.hexdigest()[:12]
-
-
-def cached_wiki(files: int, embed: str, env: dict, work: Path) -> Path:
-    """A built wiki of `files` files (embedder `embed`), from ~/.cache/memwiki-bench/ when there.
-
-    Embedding 2,000 files with the real model takes minutes, so the built wiki (index
-    included) is kept under ~/.cache/memwiki-bench/, keyed by GENERATOR_VERSION, the
-    size, the embedder and a digest of the generated files; a copy keeps the mtimes, so
-    its index stays fresh. The run itself works on a copy in `work`.
-    """
-    from memwiki.wiki import Wiki
-
-    fresh = work / f"gen-{files}"
-    wiki, _ = Wiki.init(fresh)
-    latency.generate_wiki(wiki.root, files - 1)
-    seed(wiki.root)
-    cached = CACHE / f"wiki-v{GENERATOR_VERSION}-{files}-{embed}-{_digest(wiki.root)}"
-    if not (cached / ".memwiki" / "bench-complete").exists():
-        shutil.rmtree(cached, ignore_errors=True)
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(fresh, cached, symlinks=True)
-        print(f"building {cached} ({files} files, embed {embed}) once; later runs reuse it")
-    # A reindex on the cached copy: nothing to do when it is complete, a rebuild (vectors
-    # from the embedding cache) when this memwiki's index format differs.
-    built = subprocess.run(
-        [sys.executable, "-m", "memwiki", "--wiki", str(cached), "reindex"],
-        env={**env, "MEMWIKI_EMBED": embed},
-        capture_output=True,
-        timeout=7200,
-    )
-    assert built.returncode == 0, built.stderr[-500:]
-    (cached / ".memwiki" / "bench-complete").touch()
-    shutil.rmtree(fresh, ignore_errors=True)
-    copy = work / f"wiki-{files}"
-    shutil.copytree(cached, copy, symlinks=True)  # copy2: mtimes kept, the index stays fresh
-    return copy
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -151,17 +90,6 @@ def start_hogs(own_sessions: bool) -> list[subprocess.Popen]:
     ]
 
 
-def compile_bytecode() -> None:
-    """Compile memwiki's modules once, as an installed wheel has them.
-
-    An editable install under PYTHONDONTWRITEBYTECODE (set on the development machine)
-    would otherwise compile every module again in every cold hook process.
-    """
-    import compileall
-
-    compileall.compile_dir(str(latency.ROOT / "memwiki"), quiet=1)
-
-
 def main(
     sizes=(70, 2000),
     calls: int = 20,
@@ -178,7 +106,7 @@ def main(
     work = Path(tempfile.mkdtemp(prefix="memwiki-hookload-"))
     hogs: list[subprocess.Popen] = []
     rows = []
-    compile_bytecode()
+    latency.compile_bytecode()
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWIKI_")}
         env.update(HOME=str(work), XDG_CONFIG_HOME=str(work / ".config"))
@@ -187,7 +115,7 @@ def main(
         for files in sizes:
             root = (wikis or {}).get(files)
             if root is None:
-                root = cached_wiki(files, (embed or {}).get(files, "onnx"), env, work)
+                root = latency.cached_wiki(files, (embed or {}).get(files, "onnx"), env, work)
             else:
                 built = subprocess.run(
                     [sys.executable, "-m", "memwiki", "--wiki", str(root), "reindex"],
