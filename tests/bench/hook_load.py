@@ -171,7 +171,7 @@ def print_table(rows: list[dict]) -> None:
     print(
         f"{'files':>6} {'embed':>5} {'hogs':>6} {'load':>5} {'calls':>5} {'memory':>7} "
         f"{'relevant':>8} {'hybrid':>6} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} "
-        f"{'cpu ms':>6} {'unloaded relevant':>17}"
+        f"{'cpu ms':>6} {'unloaded: relevant':>18} {'hybrid':>6}"
     )
     for r in rows:
         q, lo = r["quiet"], r["loaded"]
@@ -179,7 +179,7 @@ def print_table(rows: list[dict]) -> None:
             f"{r['files']:>6} {r['embed']:>5} {r['hogs']:>6} {r['load']:>5.1f} {lo['calls']:>5} "
             f"{lo['memory'] / lo['calls']:>7.0%} {lo['relevant'] / lo['calls']:>8.0%} "
             f"{lo['hybrid']:>6} {lo['p50_ms']:>7.0f} {lo['p95_ms']:>7.0f} {lo['max_ms']:>7.0f} "
-            f"{lo['cpu_ms']:>6.0f} {q['relevant'] / q['calls']:>17.0%}"
+            f"{lo['cpu_ms']:>6.0f} {q['relevant'] / q['calls']:>18.0%} {q['hybrid']:>3}/{q['calls']}"
         )
     print(f"targets: memory >= 95%, p95 <= {BUDGET_MS + 300} ms, relevant as often as unloaded")
 
