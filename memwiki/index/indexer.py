@@ -212,9 +212,11 @@ class Index:
         status["stage"] = "reading"
         state, problem = self._load(strict=getattr(self, "_strict", True))
         embed = need_vectors
+        scanned = None
         if problem is None:
             assert state is not None  # no problem means there is a state
-            changes, _ = st.scan(self.root, state)
+            changes, stats = st.scan(self.root, state)
+            scanned = (state, changes, stats)
             if inline_limit is not None and embed:
                 embed = self._embed_estimate(state, changes) <= inline_limit
             # A progressive reader leaves the model check to its vector thread, so that a
@@ -239,7 +241,7 @@ class Index:
                 return self._snap(state, stale=True).open(vector_file=need_vectors)
         try:
             status["stage"] = "updating"
-            report = self._update_locked(embed)
+            report = self._update_locked(embed, scanned=scanned)
             snap = self._snap(report.state, updated=len(report.indexed) + len(report.removed))
             snap._matrix = report.matrix
             return snap.open(vector_file=need_vectors)
@@ -291,14 +293,24 @@ class Index:
         with self.lock():
             return self._update_locked(need_vectors, full=full)
 
-    def _update_locked(self, need_vectors: bool, full: bool = False) -> UpdateReport:
+    def _update_locked(
+        self, need_vectors: bool, full: bool = False, scanned: tuple | None = None
+    ) -> UpdateReport:
+        """Update under the lock; scanned = (state, changes, stats) of a scan made just before.
+
+        The scan is reused when no other writer committed since (the same state object):
+        a stat walk of a large wiki is the largest part of a small update.
+        """
         state, problem = self._load()
         if problem and problem != "no index yet":
             self.notify(f"index damaged ({problem}); rebuilding it")
         if full or problem:
             return self._build(state, need_vectors)
         assert state is not None  # no problem means there is a state
-        changes, stats = st.scan(self.root, state)
+        if scanned is not None and scanned[0] is state:
+            changes, stats = scanned[1], scanned[2]
+        else:
+            changes, stats = st.scan(self.root, state)
         vectors_wanted = need_vectors and self._vectors_wanted(state)
         if not (changes.changed or changes.deleted or vectors_wanted):
             if changes.touched:  # same bytes, new stat: remember it, nothing to re-index
@@ -342,7 +354,7 @@ class Index:
         segments.apply_layout(new, None, plan)
         self._write_vectors(old, new, plan, need_vectors, report, items)
         st.save(self.state_path, new, compact=True)
-        self._cleanup(new, old)
+        segments.cleanup(self.directory, new, old)
         report.state = new
         return report
 
@@ -365,7 +377,11 @@ class Index:
         emb = self.embedder() if need_vectors else None
         key = self._model_key(emb) if emb is not None else old.embedder
         plan = segments.plan_update(
-            old, keep, added, emb is not None, key is None or self._reusable(old, key)
+            old,
+            keep,
+            added,
+            emb is not None,
+            key is None or segments.reusable(self.directory, old, key),
         )
         segments.apply_layout(new, old, plan)
         self._write_vectors(old, new, plan, need_vectors, report, items)
@@ -380,21 +396,9 @@ class Index:
             new.whoosh_generation = old.whoosh_generation
             new.bm25_deleted = old.bm25_deleted
         st.save(self.state_path, new, compact=plan.compact)
-        self._cleanup(new, old)
+        segments.cleanup(self.directory, new, old)
         report.state = new
         return report
-
-    def _reusable(self, old: st.State, key: dict) -> bool:
-        """True when old's vector segments are of this model and can be read."""
-        if not old.segments or old.embedder != key:
-            return False
-        from .vectors import open_matrix
-
-        try:
-            open_matrix(self.directory, old)
-        except (OSError, ValueError):
-            return False
-        return True
 
     def _write_vectors(self, old, new, plan, need_vectors, report, items):
         """Write the vectors of plan: kept rows from the old segments, others from cache or embedder."""
@@ -407,18 +411,3 @@ class Index:
         report.embedded, report.matrix = write_vectors(
             self.directory, self.root, old, new, plan, items, emb, key, self.notify
         )
-
-    def _cleanup(self, state: st.State, old: st.State | None) -> None:
-        """Remove vector segments, manifest bases and Whoosh directories no recent state names.
-
-        The previous state's files stay: a reader that loaded it a moment ago still opens them.
-        """
-        states = [state] if old is None else [state, old]
-        keep = {name for s in states for name, _ in s.segments} | {s.base for s in states}
-        for pattern in ("vectors-*.npy", "rows-*.pkl"):
-            for path in self.directory.glob(pattern):
-                if path.name not in keep:
-                    path.unlink(missing_ok=True)
-        for path in self.directory.glob("bm25-*"):
-            if path.name != state.bm25_dir and path.is_dir():
-                shutil.rmtree(path, ignore_errors=True)

@@ -16,6 +16,7 @@ compaction costs about as much as all the appends it saves up.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from . import manifest as st
 
@@ -101,3 +102,34 @@ def apply_layout(new: st.State, old: st.State | None, plan: Plan) -> None:
         return
     new.base, new.base_files, new.base_rows = old.base, old.base_files, old.base_rows
     new.extra, new.dead = plan.extra, plan.dead
+
+
+def reusable(directory: Path, old: st.State, key: dict) -> bool:
+    """True when old's vector segments are of this model and can be read."""
+    if not old.segments or old.embedder != key:
+        return False
+    from .vectors import open_matrix  # numpy: only when there are vectors
+
+    try:
+        open_matrix(directory, old)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def cleanup(directory: Path, state: st.State, old: st.State | None) -> None:
+    """Remove vector segments, manifest bases and Whoosh directories no recent state names.
+
+    The previous state's files stay: a reader that loaded it a moment ago still opens them.
+    """
+    import shutil
+
+    states = [state] if old is None else [state, old]
+    keep = {name for s in states for name, _ in s.segments} | {s.base for s in states}
+    for pattern in ("vectors-*.npy", "rows-*.pkl"):
+        for path in directory.glob(pattern):
+            if path.name not in keep:
+                path.unlink(missing_ok=True)
+    for path in directory.glob("bm25-*"):
+        if path.name != state.bm25_dir and path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
