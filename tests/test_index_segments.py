@@ -220,3 +220,23 @@ def test_a_vanished_base_is_repaired(tmp_path):
     fresh = Index(wiki, hash_cfg(wiki.root), notify=messages.append)
     assert len(fresh.snapshot().state.rows) == len(state.rows)
     assert any("rebuilding" in m for m in messages)
+
+
+def test_blockwise_product_equals_the_whole_and_gives_pages_back(tmp_path, monkeypatch):
+    from memwiki.index import vectors
+
+    rng = np.random.default_rng(3)
+    whole = rng.standard_normal((5000, 384)).astype(np.float32)
+    vectors.save_matrix(tmp_path / "v.npy", whole)
+    query = rng.standard_normal(384).astype(np.float32)
+    monkeypatch.setattr(vectors, "CHUNK_ROWS", 1000)
+    state = manifest.State(embedder={"dim": 384}, segments=[("v.npy", 5000)])
+    state.base_rows = [None] * 5000  # type: ignore[list-item]
+    mapped = vectors.open_matrix(tmp_path, state)
+    assert isinstance(mapped, vectors.SegmentedMatrix)
+    np.testing.assert_allclose(mapped @ query, whole @ query, rtol=0, atol=1e-5)
+    np.testing.assert_array_equal(mapped[[4999, 3, 1000]], whole[[4999, 3, 1000]])
+    state.dead = {0, 2500}
+    live = vectors.open_matrix(tmp_path, state)
+    expected = np.delete(whole, [0, 2500], axis=0) @ query
+    np.testing.assert_allclose(live @ query, expected, rtol=0, atol=1e-5)

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
 
 from .embedding_cache import EmbeddingCache
+
+# Rows multiplied at a time by a search (24 MB at 384 dims). After each block the pages
+# are given back (madvise DONTNEED): the file stays in the OS page cache, but a 50k-file
+# wiki's 380 MB matrix no longer counts whole in the process's resident memory.
+CHUNK_ROWS = 16_384
 
 
 def load_matrix(source, rows: int, dim: int) -> np.ndarray:
@@ -77,7 +83,7 @@ class SegmentedMatrix:
         return self.shape[0]
 
     def __matmul__(self, query: np.ndarray) -> np.ndarray:
-        scores = np.concatenate([p @ query for p in self.parts])
+        scores = np.concatenate([_product(p, query) for p in self.parts])
         return scores if self.live is None else scores[self.live]
 
     def physical(self, slots: np.ndarray) -> np.ndarray:
@@ -101,6 +107,36 @@ class SegmentedMatrix:
         return whole if dtype is None else whole.astype(dtype)
 
 
+def _product(part: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """part @ query block by block, each block's mapped pages released after use."""
+    if part.shape[0] <= CHUNK_ROWS:
+        return part @ query
+    out = np.empty(part.shape[0], dtype=np.result_type(part, query))
+    for lo in range(0, part.shape[0], CHUNK_ROWS):
+        hi = min(lo + CHUNK_ROWS, part.shape[0])
+        out[lo:hi] = part[lo:hi] @ query
+        _release(part, lo, hi)
+    return out
+
+
+def _release(part: np.ndarray, lo: int, hi: int) -> None:
+    """Drop rows lo:hi of a read-only mapped matrix from this process's resident pages."""
+    import mmap
+
+    memmap = part.base
+    mm = getattr(memmap, "_mmap", None)
+    if mm is None or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    row = part.shape[1] * part.itemsize
+    first = memmap.offset % mmap.ALLOCATIONGRANULARITY  # where the data starts in the map
+    page = mmap.PAGESIZE
+    start = -(-(first + lo * row) // page) * page
+    end = (first + hi * row) // page * page
+    if end > start:
+        with contextlib.suppress(OSError, ValueError):  # only a memory saving
+            mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+
+
 def open_matrix(directory: Path, state, sources=None):
     """The vectors of state.rows: one mapped array, or a SegmentedMatrix over the segments.
 
@@ -114,7 +150,7 @@ def open_matrix(directory: Path, state, sources=None):
     ]
     if sum(rows for _, rows in state.segments) != state.physical_rows:
         raise ValueError("vector segments do not cover the manifest's rows")
-    if len(parts) == 1 and not state.dead:
+    if len(parts) == 1 and not state.dead and len(parts[0]) <= CHUNK_ROWS:
         return parts[0]
     live = None
     if state.dead:

@@ -281,7 +281,7 @@ def main(sizes=SIZES, runs: int = 3, real: bool = True, rebuild: bool = False) -
         matrix = work / "ref.npy"
         np.save(matrix, np.random.default_rng(0).standard_normal((10_000, 384)).astype(np.float32))
         reference = [sys.executable, "-c", latency.REFERENCE.replace("MATRIX", repr(str(matrix)))]
-        plan = [(files, "hash") for files in sizes]
+        plan = [] if real == "only" else [(files, "hash") for files in sizes]
         if real:
             plan.insert(0, (sizes[0], "onnx"))
         rows = []
@@ -304,6 +304,8 @@ if __name__ == "__main__":
     ap.add_argument("sizes", nargs="*", type=int, default=list(SIZES))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--no-real", action="store_true", help="skip the real-model 2k row")
+    ap.add_argument("--only-real", action="store_true", help="only the real-model row")
     ap.add_argument("--rebuild", action="store_true", help="measure the full builds again")
     args = ap.parse_args()
-    main(tuple(args.sizes), runs=args.runs, real=not args.no_real, rebuild=args.rebuild)
+    real = "only" if args.only_real else not args.no_real
+    main(tuple(args.sizes), runs=args.runs, real=real, rebuild=args.rebuild)
