@@ -302,3 +302,13 @@ def mentioned(query: str, slugs: Iterable[str]) -> set[str]:
         if f" {' '.join(parts)} " in joined or "".join(parts) in compact:
             out.add(slug)
     return out
+
+
+# A question that starts with who/whom/whose (the query's first word, or a sentence's)
+# asks for a person. English only, like the rest of the query heuristics.
+_PERSON_QUESTION = re.compile(r"(?:^|[.?!;:\n])\s*(?:who|whom|whose)\b", re.IGNORECASE)
+
+
+def asks_for_person(query: str) -> bool:
+    """Whether the query asks who: people are global memory (the memorize jobs keep them so)."""
+    return bool(_PERSON_QUESTION.search(query))

@@ -282,6 +282,55 @@ def test_all_is_unscoped_and_results_carry_project(two_projects):
     assert files.get("project/ledger.md", ("ledger",)) == ("ledger",)
 
 
+@pytest.mark.parametrize(
+    "query, person",
+    [
+        ("who owns the databases?", True),
+        ("Whom should I ask about deploys", True),
+        ("whose turn is it on call", True),
+        ("Deploy failed. Who can approve a rollback?", True),
+        ("who's on call this week", True),
+        ("how do I run the tests", False),
+        ("find users who churned last month", False),  # a relative clause, not a question
+        ("whoami prints the wrong user", False),
+        ("", False),
+    ],
+)
+def test_asks_for_person(query, person):
+    assert pj.asks_for_person(query) is person
+
+
+def test_a_who_question_prefers_global_memory(wiki):
+    # The project's migration skill matches every word of the topic; the person who owns
+    # the databases is global memory (people are kept global) and must come first.
+    write(
+        wiki.root,
+        "skill/ledger-migrations.md",
+        "How to write ledger database migrations",
+        "Database migrations: `alembic revision`; big tables need a batched migration.",
+        "ledger",
+    )
+    write(wiki.root, "skill/harbor-migrations.md", "Harbor database migrations", "goose.", "harbor")
+    write(
+        wiki.root,
+        "memory/people.md",
+        "People I work with",
+        "Priya owns the databases and reviews every migration.",
+    )
+    q = "who owns the database migrations"
+    res = wiki.retrieve(q, mode="bm25", project="ledger", notify=lambda _m: None)
+    assert res.paths()[0] == "memory/people.md" and res.index["prefer_global"] is True
+    # The current project's file still ranks ahead of the other project's.
+    assert res.paths().index("skill/ledger-migrations.md") < res.paths().index(
+        "skill/harbor-migrations.md"
+    )
+    unscoped = wiki.retrieve(q, mode="bm25", project=None, notify=lambda _m: None)
+    assert unscoped.paths()[0] != "memory/people.md" and "prefer_global" not in unscoped.index
+    # Naming a project scopes the question to it, who-question or not.
+    named = wiki.retrieve(q + " in harbor", mode="bm25", project="ledger", notify=lambda _m: None)
+    assert "prefer_global" not in named.index and named.index["project_named"] == ["harbor"]
+
+
 def test_retrieve_cli_scopes_by_the_working_directory(two_projects, tmp_path, run_memwiki):
     ledger = repo(tmp_path / "src" / "ledger", "git@github.com:acme/ledger.git")
     harbor = repo(tmp_path / "src" / "harbor-checkout", "https://gitlab.com/acme/harbor.git")
@@ -329,7 +378,7 @@ def test_scope_is_a_no_op_without_project_keys(scores, project, query):
         for i, _ in enumerate(scores)
     ]
     fused = dict(enumerate(scores))
-    assert scope_to_project(rows, fused, project, query) == (fused, [])
+    assert scope_to_project(rows, fused, project, query) == (fused, [], False)
 
 
 def test_demo_wiki_shows_two_projects():
