@@ -400,3 +400,71 @@ def test_demo_wiki_shows_two_projects():
         from memwiki.memorize.resources import project_file_entries
 
         assert len(project_file_entries(text)) >= 4
+
+
+# ---------------------------------------------------------------- bad input
+
+BAD_RESOURCES = """---
+name: ledger
+description: Ledger overview
+---
+# Ledger
+
+## Resources
+
+Files worth knowing:
+- `README.md` — overview
+- src/x.py — no backticks
+- `unterminated — a description
+- ask Priya before changing the schema
+- `/home/ada/src/ledger/setup.cfg` — absolute
+- `../harbor/go.mod` — another repository
+- `README.md` — twice
+```
+## Resources
+- `in a code block` — not a line of the section
+```
+
+## Resources
+"""
+
+
+def test_lint_names_resource_lines_memorize_cannot_read(wiki, cli):
+    (wiki.root / "project").mkdir(exist_ok=True)
+    path = wiki.root / "project" / "ledger.md"
+    path.write_text(BAD_RESOURCES)
+    code, out, err = cli("--wiki", wiki.root, "lint")
+    assert code == 1
+    found = [ln for ln in (out + err).splitlines() if ln.startswith("project/ledger.md:")]
+    assert [ln.split(":")[1] for ln in found] == ["11", "12", "14", "15", "16", "22"]
+    assert "not a resource line" in found[0] and "relative to the repository root" in found[2]
+    assert "'..' leaves the repository" in found[3] and "listed twice (also line 10)" in found[4]
+    assert "second Resources section" in found[5]
+    # Still a valid RecallFile: indexed, found, and its bytes untouched.
+    assert wiki.retrieve("ledger overview", mode="bm25", project="ledger").paths()[0] == (
+        "project/ledger.md"
+    )
+    assert path.read_text() == BAD_RESOURCES
+
+
+def test_resource_problems_of_a_good_file_and_of_frontmatter_lines():
+    good = "---\nname: a\ndescription: d\n---\n## Resources\n\n- `a.py` — the a\n* `b/` - dir\n"
+    assert pj.resource_problems(good) == []
+    assert pj.resource_problems("no section\n- `/abs` — x\n") == []
+    crlf = "---\r\nname: a\r\ndescription: d\r\n---\r\n## Resources\r\n- `/x` — y\r\n"
+    assert pj.resource_problems(crlf) == [
+        (6, "resource '/x': paths are relative to the repository root")
+    ]
+
+
+def test_project_of_a_directory_whose_name_is_not_utf8(tmp_path, run_memwiki):
+    import os
+
+    top = os.path.join(os.fsencode(tmp_path), b"caf\xe9-api")
+    os.makedirs(os.path.join(top, b"src"))
+    subprocess.run(["git", "init", "-q"], cwd=top, check=True, timeout=30)
+    found = pj.identify(os.fsdecode(os.path.join(top, b"src")))
+    assert found is not None and found.slug == "caf-api" and found.source == "directory"
+    done = run_memwiki("project", "--json", cwd=Path(os.fsdecode(os.path.join(top, b"src"))))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["project"] == "caf-api"
