@@ -171,17 +171,15 @@ def fuse(
     )
 
 
-def _vector_hits(
-    snap: Snapshot, embedder, query: str, track: str | None, n: int
-) -> list[tuple[int, float]]:
+def _vector_hits(snap: Snapshot, qvec, track: str | None, n: int) -> list[tuple[int, float]]:
+    """The items nearest to the query vector qvec (masked by track and missing vectors)."""
     import numpy as np
 
     from .vectors import top_n
 
     matrix = snap.matrix()
-    if matrix is None or embedder is None:
+    if matrix is None or qvec is None:
         return []
-    qvec = np.asarray(embedder.embed([query]), dtype=np.float32)[0]
     mask = None
     if track or snap.state.unembedded:
         mask = np.ones(len(snap.state.rows), dtype=bool)
@@ -190,6 +188,12 @@ def _vector_hits(
         for i in snap.state.unembedded:
             mask[i] = False
     return [(i, s) for i, s in top_n(matrix, qvec, n, mask) if s >= MIN_COSINE]
+
+
+def _query_vector(embedder, query: str):
+    import numpy as np
+
+    return np.asarray(embedder.embed([query]), dtype=np.float32)[0]
 
 
 def retrieve(
@@ -232,10 +236,14 @@ def retrieve(
     index = index or Index(wiki, config, notify=notify)
     progressive = deadline is not None or background
     status = status if status is not None else {}
+    want_vectors = mode in ("hybrid", "vector") and bool(query.strip())
+    job = None
     if progressive:
         from . import progressive as prog
 
         clock = prog.Clock()
+        if want_vectors and prog.vectors_fit(index, deadline, clock, with_bm25=True):
+            job = prog.VectorJob(index, query, deadline)  # beside the BM25 part
         snap = prog.open_snapshot(index, mode, deadline, status, notify)
         used_mode = mode
     else:
@@ -264,24 +272,26 @@ def retrieve(
         row_of = {r.id: i for i, r in enumerate(rows)}
         bm25_hits = [(row_of[h], s) for h, s in found_bm25.items if h in row_of]
         coverage = found_bm25.coverage
-    job = None
     note = ""
-    want_vectors = used_mode in ("hybrid", "vector") and bool(query.strip())
-    if progressive and want_vectors and not prog.vectors_fit(index, deadline, clock):
+    want_vectors = want_vectors and used_mode in ("hybrid", "vector")
+    if (
+        progressive
+        and want_vectors
+        and job is None
+        and not prog.vectors_fit(index, deadline, clock)
+    ):
         used_mode, note = "bm25", "BM25 only: vectors would not be ready within the deadline"
     elif progressive and want_vectors:
-        job = prog.VectorJob(
-            index, snap, lambda sn, emb: _vector_hits(sn, emb, query, track, candidates), deadline
-        )
-        found = job.result()
+        job = job or prog.VectorJob(index, query, deadline)
+        found = job.result(snap, lambda sn, qvec: _vector_hits(sn, qvec, track, candidates))
         if found is None:  # not ready in time (or no vectors yet): the BM25 answer stands
             used_mode, note = "bm25", job.reason
         else:
             vector_hits = found
             if used_mode == "vector":
                 bm25_hits = []
-    elif want_vectors:
-        vector_hits = _vector_hits(snap, embedder, query, track, candidates)
+    elif want_vectors and embedder is not None:
+        vector_hits = _vector_hits(snap, _query_vector(embedder, query), track, candidates)
     fused = fuse(bm25_hits, vector_hits, coverage, fusion, vector_weight)
     fused, scope, person = scope_to_project(rows, fused, project, query)
     results = _rollup(snap, fused, k)
