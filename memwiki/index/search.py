@@ -25,6 +25,7 @@ SECTIONS_PER_FILE = 3
 CHARS_PER_TOKEN = 4
 # Project scope: another project's item keeps this share of its fused score unless the
 # query names that project (chosen on tests/bench/projects.py; docs/guide.md, Projects).
+# A question asking who takes the share once more off every project's items.
 OTHER_PROJECT_FACTOR = 0.5
 
 
@@ -292,7 +293,7 @@ def retrieve(
     elif want_vectors and embedder is not None:
         vector_hits = _vector_hits(snap, _query_vector(embedder, query), track, candidates)
     fused = fuse(bm25_hits, vector_hits, coverage, fusion, vector_weight)
-    fused, scope = scope_to_project(rows, fused, project, query)
+    fused, scope, person = scope_to_project(rows, fused, project, query)
     results = _rollup(snap, fused, k)
     _fill_sections(snap, results, fused, budget)
     facts: dict[str, object] = {
@@ -305,6 +306,8 @@ def retrieve(
     }
     if scope:
         facts["project_named"] = scope
+    if person:
+        facts["prefer_global"] = True
     if progressive:
         facts.update(_progress_facts(snap, job, mode, index.config, background, index))
         if note:
@@ -331,30 +334,36 @@ def _progress_facts(snap, job, mode, config, background, index) -> dict:
 
 def scope_to_project(
     rows, fused: dict[int, float], project: str | None, query: str
-) -> tuple[dict[int, float], list[str]]:
+) -> tuple[dict[int, float], list[str], bool]:
     """Prefer the project in scope: other projects' items keep OTHER_PROJECT_FACTOR of their score.
 
     Global items (no project) are never touched. When the query names projects of the
     candidates, those named projects are the scope instead of the current one, so a
-    question about another project still finds it. A no-op when project is None or no
-    candidate belongs to a project. Returns the new scores and the projects the query named.
+    question about another project still finds it. A question asking who (and naming no
+    project) looks for a person, and people are global memory: every project's items then
+    take the factor once more, so global files come first, then the current project's,
+    then the others'. A no-op when project is None or no candidate belongs to a project.
+    Returns the new scores, the projects the query named, and whether global was preferred.
     """
     if project is None:
-        return fused, []
-    from ..project import mentioned
+        return fused, [], False
+    from ..project import asks_for_person, mentioned
 
     seen = {p for i in fused for p in rows[i].projects}
     if not seen:
-        return fused, []
+        return fused, [], False
     named = sorted(mentioned(query, seen))
     preferred = set(named) if named else {project}
+    person = not named and asks_for_person(query)
     out = {}
     for i, score in fused.items():
         projects = rows[i].projects
         if projects and preferred.isdisjoint(projects):
             score *= OTHER_PROJECT_FACTOR
+        if projects and person:
+            score *= OTHER_PROJECT_FACTOR
         out[i] = score
-    return out, named
+    return out, named, person
 
 
 def _rollup(snap: Snapshot, fused: dict[int, float], k: int) -> list[FileResult]:
