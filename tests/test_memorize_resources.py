@@ -320,3 +320,69 @@ def test_an_invalid_project_file_from_the_executor_is_refused(tmp_path):
     write(ws, "project/ledger.md", recall("wrong-name", "x"))
     with pytest.raises(memorize.RunInvalid):
         memorize.commit(wiki, result.run_id)
+
+
+# ------------------------------------------------------------------ bad input
+
+
+def test_verify_drops_non_utf8_and_escaping_paths_with_a_reason(tmp_path):
+    wiki, root, result = prepared(tmp_path)
+    # A real file whose name is not UTF-8, and a symlinked directory leading out.
+    name = bytes(root) + b"/caf\xe9.py"
+    with open(name, "wb") as fh:
+        fh.write(b"x = 1\n")
+    outside = tmp_path / "elsewhere"
+    write(outside, "secret.py", "key = 1\n")
+    (root / "vendor").symlink_to(outside, target_is_directory=True)
+    log = resources.touched_log_path(Path(result.workspace).parent, 1)
+    with open(log, "ab") as fh:  # the executor adds lines; a tool logged raw bytes
+        fh.write(b"caf\xe9.py\n\xff\xfe\n" + bytes(root) + b"/vendor/secret.py\nvendor/secret.py\n")
+    (found,) = memorize.verify_resources(wiki, result.run_id)
+    reasons = [(d["path"], d["reason"]) for d in found.dropped]
+    assert ("caf\ufffd.py", "not a UTF-8 path") in reasons
+    assert ("\ufffd\ufffd", "not a UTF-8 path") in reasons
+    assert (str(root / "vendor/secret.py"), "outside the project's repository") in reasons
+    assert found.kept == ["src/ledger/invoices.py", "tests/test_invoices.py", "README.md"]
+    Path(found.file).read_text(encoding="utf-8")  # the list the executor reads is UTF-8
+    json.dumps(found.to_dict(), ensure_ascii=False).encode("utf-8")
+
+
+def test_prepare_refuses_a_payload_with_a_lone_surrogate_in_one_line(tmp_path, cli):
+    wiki = make_wiki(tmp_path)
+    root = checkout(tmp_path)
+    bad = {"type": "tool_call", "name": "Edit", "arguments": {"file_path": "caf\udce9.py"}}
+    s1 = payload(tmp_path, "s1.json", ["hello", "hi"], [bad])  # json writes "\udce9"
+    assert "\\udce9" in s1.read_text()
+    code, out, err = cli("--wiki", wiki.root, "memorize", "prepare", s1, "--project", "ledger",
+                         "--root", root)  # fmt: skip
+    assert code == 2 and out == ""
+    assert err.strip().count("\n") == 0
+    assert "items[2].arguments.file_path: not valid Unicode text" in err
+    assert not list((wiki.sidecar / "runs").glob("*")) if (wiki.sidecar / "runs").exists() else True
+
+
+def test_commit_stops_on_a_project_file_it_cannot_read_and_loses_nothing(tmp_path):
+    wiki, _root, result = prepared(tmp_path)
+    (found,) = memorize.verify_resources(wiki, result.run_id)
+    describe(Path(found.file), {"README.md": "overview"})
+    target = Path(result.workspace) / "project" / "ledger.md"
+    target.parent.mkdir(exist_ok=True)
+    broken = b"---\nname: ledger\ndescription: d\n---\n\xff hand notes\n\n## Resources\n"
+    target.write_bytes(broken)
+    with pytest.raises(InvalidInput, match=r"project/ledger.md is not valid UTF-8 \(byte 36\)"):
+        memorize.commit(wiki, result.run_id)
+    assert target.read_bytes() == broken
+    assert runstate.load_state(Path(result.workspace).parent).phase == runstate.PREPARED
+    target.write_bytes(broken.replace(b"\xff", b"fixed:"))
+    memorize.commit(wiki, result.run_id)
+    text = (wiki.root / "project" / "ledger.md").read_text()
+    assert "fixed: hand notes" in text and "- `README.md` — overview" in text
+
+
+def test_merge_leaves_lines_it_cannot_read_alone():
+    text = (
+        "# Ledger\n\n## Resources\n\n- src/x.py — no backticks\n- `unterminated — d\n"
+        "- ask Priya before changing the schema\n- `a.py` — old\n"
+    )
+    out = resources.merge_entries(text, {"a.py": "new", "src/x.py": "the x"})
+    assert out == text.replace("`a.py` — old", "`a.py` — new") + "- `src/x.py` — the x\n"

@@ -144,3 +144,61 @@ def test_progress_lines_every_ten_percent(tmp_path):
     percents = [int(ln.split("(")[1].split("%")[0]) for ln in lines if "%" in ln]
     assert percents == sorted(percents) and 8 <= len(percents) <= 11
     assert embed_with_progress(HashEmbedder(), texts, None).shape == (2000, 384)  # silent
+
+
+def test_cpu_share_counts_from_the_process_start(tmp_path):
+    # A process that slept most of its life gets a small share, a busy one a large
+    # share: the vector part is started (beside BM25) only in the second.
+    code = (
+        "import sys, time\n"
+        "if sys.argv[1] == 'idle':\n    time.sleep(1.0)\n"
+        "else:\n    end = time.monotonic() + 1.0\n    while time.monotonic() < end: pass\n"
+        "from memwiki.index.progressive import Clock, vectors_fit\n"
+        "class Cold:\n    embedder_loaded = False\n"
+        "c = Clock()\n"
+        "print(c.share(), vectors_fit(Cold(), time.monotonic() + 5.0, c, with_bm25=True))\n"
+    )
+    shares = {}
+    for kind in ("idle", "busy"):
+        done = subprocess.run(
+            [sys.executable, "-c", code, kind], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        share, fits = done.stdout.split()
+        shares[kind] = (float(share), fits == "True")
+    assert shares["idle"][0] < 0.3 and shares["idle"][1] is False
+    assert shares["busy"][0] > shares["idle"][0] * 2 and shares["busy"][1] is True
+
+
+def test_the_model_is_loaded_once_when_two_threads_ask_at_once(tmp_path):
+    # The vector thread of a retrieve and the index's own embedding may both want it.
+    import threading
+
+    from memwiki.index.indexer import Index
+
+    wiki = build_wiki(tmp_path / "w", files=2)
+    cfg = load({"wiki": str(wiki.root)}, environ={"HOME": str(tmp_path)})
+    index = Index(wiki, cfg, notify=lambda m: None)
+    got: list = []
+    threads = [threading.Thread(target=lambda: got.append(index.embedder())) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert len(got) == 3 and got[0] is not None
+    assert all(e is got[0] for e in got)
+
+
+def test_cli_answer_without_deadline_is_hybrid_and_equals_the_serial_retrieve(tmp_path):
+    # The vector part runs beside BM25 from the start: same answer as one after the other.
+    env = env_for(tmp_path)
+    wiki = build_wiki(tmp_path / "w", files=6)
+    assert cli(wiki.root, env, "reindex").returncode == 0
+    done = cli(wiki.root, env, "retrieve", QUERY, "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    cfg = load({"wiki": str(wiki.root)}, environ={"HOME": str(tmp_path)})
+    serial = retrieve(wiki, QUERY, config=cfg, notify=lambda m: None)
+    assert data["mode"] == "hybrid" == serial.mode
+    assert [r["path"] for r in data["results"]] == serial.paths()
+    assert [r["score"] for r in data["results"]] == [round(r.score, 6) for r in serial.results]

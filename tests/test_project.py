@@ -282,6 +282,55 @@ def test_all_is_unscoped_and_results_carry_project(two_projects):
     assert files.get("project/ledger.md", ("ledger",)) == ("ledger",)
 
 
+@pytest.mark.parametrize(
+    "query, person",
+    [
+        ("who owns the databases?", True),
+        ("Whom should I ask about deploys", True),
+        ("whose turn is it on call", True),
+        ("Deploy failed. Who can approve a rollback?", True),
+        ("who's on call this week", True),
+        ("how do I run the tests", False),
+        ("find users who churned last month", False),  # a relative clause, not a question
+        ("whoami prints the wrong user", False),
+        ("", False),
+    ],
+)
+def test_asks_for_person(query, person):
+    assert pj.asks_for_person(query) is person
+
+
+def test_a_who_question_prefers_global_memory(wiki):
+    # The project's migration skill matches every word of the topic; the person who owns
+    # the databases is global memory (people are kept global) and must come first.
+    write(
+        wiki.root,
+        "skill/ledger-migrations.md",
+        "How to write ledger database migrations",
+        "Database migrations: `alembic revision`; big tables need a batched migration.",
+        "ledger",
+    )
+    write(wiki.root, "skill/harbor-migrations.md", "Harbor database migrations", "goose.", "harbor")
+    write(
+        wiki.root,
+        "memory/people.md",
+        "People I work with",
+        "Priya owns the databases and reviews every migration.",
+    )
+    q = "who owns the database migrations"
+    res = wiki.retrieve(q, mode="bm25", project="ledger", notify=lambda _m: None)
+    assert res.paths()[0] == "memory/people.md" and res.index["prefer_global"] is True
+    # The current project's file still ranks ahead of the other project's.
+    assert res.paths().index("skill/ledger-migrations.md") < res.paths().index(
+        "skill/harbor-migrations.md"
+    )
+    unscoped = wiki.retrieve(q, mode="bm25", project=None, notify=lambda _m: None)
+    assert unscoped.paths()[0] != "memory/people.md" and "prefer_global" not in unscoped.index
+    # Naming a project scopes the question to it, who-question or not.
+    named = wiki.retrieve(q + " in harbor", mode="bm25", project="ledger", notify=lambda _m: None)
+    assert "prefer_global" not in named.index and named.index["project_named"] == ["harbor"]
+
+
 def test_retrieve_cli_scopes_by_the_working_directory(two_projects, tmp_path, run_memwiki):
     ledger = repo(tmp_path / "src" / "ledger", "git@github.com:acme/ledger.git")
     harbor = repo(tmp_path / "src" / "harbor-checkout", "https://gitlab.com/acme/harbor.git")
@@ -329,7 +378,7 @@ def test_scope_is_a_no_op_without_project_keys(scores, project, query):
         for i, _ in enumerate(scores)
     ]
     fused = dict(enumerate(scores))
-    assert scope_to_project(rows, fused, project, query) == (fused, [])
+    assert scope_to_project(rows, fused, project, query) == (fused, [], False)
 
 
 def test_demo_wiki_shows_two_projects():
@@ -351,3 +400,71 @@ def test_demo_wiki_shows_two_projects():
         from memwiki.memorize.resources import project_file_entries
 
         assert len(project_file_entries(text)) >= 4
+
+
+# ---------------------------------------------------------------- bad input
+
+BAD_RESOURCES = """---
+name: ledger
+description: Ledger overview
+---
+# Ledger
+
+## Resources
+
+Files worth knowing:
+- `README.md` — overview
+- src/x.py — no backticks
+- `unterminated — a description
+- ask Priya before changing the schema
+- `/home/ada/src/ledger/setup.cfg` — absolute
+- `../harbor/go.mod` — another repository
+- `README.md` — twice
+```
+## Resources
+- `in a code block` — not a line of the section
+```
+
+## Resources
+"""
+
+
+def test_lint_names_resource_lines_memorize_cannot_read(wiki, cli):
+    (wiki.root / "project").mkdir(exist_ok=True)
+    path = wiki.root / "project" / "ledger.md"
+    path.write_text(BAD_RESOURCES)
+    code, out, err = cli("--wiki", wiki.root, "lint")
+    assert code == 1
+    found = [ln for ln in (out + err).splitlines() if ln.startswith("project/ledger.md:")]
+    assert [ln.split(":")[1] for ln in found] == ["11", "12", "14", "15", "16", "22"]
+    assert "not a resource line" in found[0] and "relative to the repository root" in found[2]
+    assert "'..' leaves the repository" in found[3] and "listed twice (also line 10)" in found[4]
+    assert "second Resources section" in found[5]
+    # Still a valid RecallFile: indexed, found, and its bytes untouched.
+    assert wiki.retrieve("ledger overview", mode="bm25", project="ledger").paths()[0] == (
+        "project/ledger.md"
+    )
+    assert path.read_text() == BAD_RESOURCES
+
+
+def test_resource_problems_of_a_good_file_and_of_frontmatter_lines():
+    good = "---\nname: a\ndescription: d\n---\n## Resources\n\n- `a.py` — the a\n* `b/` - dir\n"
+    assert pj.resource_problems(good) == []
+    assert pj.resource_problems("no section\n- `/abs` — x\n") == []
+    crlf = "---\r\nname: a\r\ndescription: d\r\n---\r\n## Resources\r\n- `/x` — y\r\n"
+    assert pj.resource_problems(crlf) == [
+        (6, "resource '/x': paths are relative to the repository root")
+    ]
+
+
+def test_project_of_a_directory_whose_name_is_not_utf8(tmp_path, run_memwiki):
+    import os
+
+    top = os.path.join(os.fsencode(tmp_path), b"caf\xe9-api")
+    os.makedirs(os.path.join(top, b"src"))
+    subprocess.run(["git", "init", "-q"], cwd=top, check=True, timeout=30)
+    found = pj.identify(os.fsdecode(os.path.join(top, b"src")))
+    assert found is not None and found.slug == "caf-api" and found.source == "directory"
+    done = run_memwiki("project", "--json", cwd=Path(os.fsdecode(os.path.join(top, b"src"))))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["project"] == "caf-api"

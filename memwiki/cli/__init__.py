@@ -9,9 +9,9 @@ JSON error document on stdout, under --debug also the traceback (the exit code s
 from __future__ import annotations
 
 import sys
-import time
 
 from ..errors import MemwikiError
+from ..index.progressive import process_start
 
 INTERNAL_ERROR = 70
 INTERRUPTED = 130
@@ -26,23 +26,7 @@ def process_started() -> float:
     return _STARTED
 
 
-def _process_start() -> float:
-    now = time.monotonic()
-    try:
-        import os
-
-        with open("/proc/self/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-        ticks = int(fields[19])  # field 22, starttime, in clock ticks after boot
-        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
-        if 0 <= age < 60:
-            return now - age
-    except (OSError, ValueError, IndexError, AttributeError):
-        pass
-    return now
-
-
-_STARTED = _process_start()
+_STARTED = process_start()
 
 
 def main(argv: list[str] | None = None) -> int:

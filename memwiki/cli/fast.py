@@ -115,9 +115,32 @@ def _leave_if_vectors_still_running() -> None:
         os._exit(0)
 
 
+def leave_callers_session() -> bool:
+    """Start a new session (setsid) unless this process leads a process group; True when it did.
+
+    Linux's autogroup scheduling (on by default on desktops) shares CPU between sessions
+    first and between the processes of a session second. A hook started inside a
+    session where a build or test run keeps six processes busy would get a seventh of
+    that one session's share (measured: 0.05-0.08 CPU s in 1.45 s of wall time, 8 of 20
+    prompts with memory); in a session of its own it gets a fair share of the machine.
+    The hook keeps its stdin and stdout pipes and always leaves by itself within its
+    budget, so a caller that kills only its own process group loses nothing.
+    """
+    import os
+
+    if not hasattr(os, "setsid"):
+        return False
+    try:
+        os.setsid()
+    except OSError:  # EPERM: already a group leader (run from a terminal's job control)
+        return False
+    return True
+
+
 def try_fast(globals_: Globals) -> bool:
     """Run retrieve (or the prompt hook) without Typer when the command line asks; True when it did."""
     if globals_.rest == ["hook", "claude-code"]:
+        leave_callers_session()  # first: everything after it runs at the session's share
         # The hook's budget counts from the process start; Typer's import alone would
         # take a tenth of it on a busy machine.
         from ..config import load

@@ -20,6 +20,7 @@ __all__ = [
     "MODEL_SHA256",
     "TOKENIZER_SHA256",
     "Embedder",
+    "embed_query",
     "load_embedder",
     "tokenizer_path",
 ]
@@ -43,6 +44,14 @@ class Embedder(Protocol):
     def embed(self, texts: list[str]) -> np.ndarray:
         """Shape (len(texts), dim), float32; an empty list gives shape (0, dim)."""
         ...
+
+
+def embed_query(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """Query vectors: embedders whose model wants queries marked (e5) have embed_query."""
+    import numpy as np
+
+    fn = getattr(embedder, "embed_query", None) or embedder.embed
+    return np.asarray(fn(texts), dtype=np.float32)
 
 
 def tokenizer_path() -> Path:

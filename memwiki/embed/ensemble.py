@@ -29,6 +29,9 @@ class EnsembleEmbedder:
         self.parts = parts
         self.model = "+".join(p.model for p in parts)
         self.blocks = tuple(int(p.dim) for p in parts)
+        # The index records only {provider, model, dim}; search splits a row evenly.
+        if len(set(self.blocks)) != 1:
+            raise ValueError(f"ensemble parts must be equally wide, got {self.blocks}")
         self.dim = sum(self.blocks)
         self._scale = 1.0 / math.sqrt(len(parts))
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -70,21 +71,24 @@ class Index:
         self._embedder_loaded = False
         self._embedder: Embedder | None = None
         self._embedder_note = ""
+        # A retrieve loads the model in its vector thread while the index may need it too.
+        self._embedder_lock = threading.Lock()
         self._loaded: tuple[tuple, st.State] | None = None
 
     # ------------------------------------------------------------ embedder
 
     def embedder(self, threads: int | None = None):
         """The configured embedder (loaded once), or None with a reason in embedder_note."""
-        if not self._embedder_loaded:
-            from ..embed import load_embedder
+        with self._embedder_lock:
+            if not self._embedder_loaded:
+                from ..embed import load_embedder
 
-            sidecar = self.wiki.sidecar
-            sidecar.mkdir(parents=True, exist_ok=True)
-            self._embedder, self._embedder_note = load_embedder(
-                self.config, stamp_dir=sidecar, threads=threads
-            )
-            self._embedder_loaded = True
+                sidecar = self.wiki.sidecar
+                sidecar.mkdir(parents=True, exist_ok=True)
+                self._embedder, self._embedder_note = load_embedder(
+                    self.config, stamp_dir=sidecar, threads=threads
+                )
+                self._embedder_loaded = True
         return self._embedder
 
     @property

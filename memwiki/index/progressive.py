@@ -4,8 +4,12 @@
 
 - the index is brought up to date for BM25 only, unless the vector work left is small
   (INLINE_EMBED_LIMIT items) and there is no deadline;
-- the query's vector part (loading the model, embedding the query, the matrix product)
-  runs in a daemon thread that the answer waits for until the deadline, and no longer;
+- the query's vector part (loading the model and embedding the query) runs in a daemon
+  thread that the answer waits for until the deadline, and no longer. It starts with the
+  retrieve, before the index is even read, whenever the process gets enough CPU for
+  both parts: creating the model session and running it release the interpreter lock,
+  so on two cores it overlaps the pure-Python BM25 work. Otherwise it starts after the
+  BM25 answer, and only if it can still finish in time;
 - when vectors are missing, partial or from another model, one detached, lock-guarded
   `memwiki reindex --background` fills them in (index/background.py); later calls use
   whatever is ready.
@@ -27,13 +31,39 @@ VECTOR_THREAD = "memwiki-vectors"
 #: development machine. Warm (the model loaded in this process) it is a few ms.
 VECTOR_COLD_CPU_S = 0.3
 VECTOR_WARM_CPU_S = 0.02
+#: CPU seconds of the BM25 part of a cold retrieve on a 2,000-file wiki (manifest, freshness
+#: scan, Whoosh import and search, sections): measured about 0.15 s.
+BM25_CPU_S = 0.15
+
+
+def process_start() -> float:
+    """When this process started, on the time.monotonic() clock (now, if unknown).
+
+    /proc/self/stat has the true start time, so a budget can cover the interpreter's own
+    start-up and imports, which under load take hundreds of milliseconds.
+    """
+    now = time.monotonic()
+    try:
+        import os
+
+        with open("/proc/self/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        ticks = int(fields[19])  # field 22, starttime, in clock ticks after boot
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+        if 0 <= age < 60:
+            return now - age
+    except (OSError, ValueError, IndexError, AttributeError):
+        pass
+    return now
 
 
 class Clock:
-    """Wall and CPU time since a retrieve began: how much of a CPU this process gets now."""
+    """Wall and CPU time since this process began: how much of a CPU it gets now."""
 
     def __init__(self) -> None:
-        self.wall, self.cpu = time.monotonic(), time.process_time()
+        # process_time() counts from the process start too, so the share covers the
+        # interpreter's start-up and imports: known before the retrieve does any work.
+        self.wall, self.cpu = process_start(), 0.0
 
     def share(self) -> float:
         """CPU seconds per wall second so far (1.0 on an idle core, about 0.25 at load 8 on 2 cores)."""
@@ -43,16 +73,18 @@ class Clock:
         return min(1.0, max(0.02, (time.process_time() - self.cpu) / wall))
 
 
-def vectors_fit(index, deadline: float | None, clock: Clock) -> bool:
+def vectors_fit(index, deadline: float | None, clock: Clock, with_bm25: bool = False) -> bool:
     """Whether the vector part can be expected to finish before the deadline.
 
-    On a starved machine a thread that cannot finish in time still costs: it holds the
-    interpreter lock in long native calls (a model session is created in one), and the
-    BM25 answer then misses the deadline too. So it is not started at all.
+    with_bm25: the BM25 part still has to run beside it, on the same CPU share.
+    On a starved machine a thread that cannot finish in time still costs: it takes CPU
+    (and the interpreter lock while numpy and onnxruntime are imported) from the BM25
+    answer, which then misses the deadline too. So it is not started at all.
     """
     if deadline is None:
         return True
     cpu = VECTOR_WARM_CPU_S if index.embedder_loaded else VECTOR_COLD_CPU_S
+    cpu += BM25_CPU_S if with_bm25 else 0.0
     return time.monotonic() + cpu / clock.share() < deadline
 
 
@@ -68,20 +100,21 @@ def open_snapshot(index, mode: str, deadline: float | None, status: dict, notify
 
 
 class VectorJob:
-    """The query's vector hits, computed in a daemon thread (with a deadline) or right away."""
+    """The query's embedding, computed in a daemon thread; the vector hits once a snapshot is open.
 
-    def __init__(self, index, snap, search_fn, deadline: float | None):
-        self.index, self.snap, self.deadline = index, snap, deadline
-        self._search = search_fn  # (snap, embedder) -> hits
-        self.hits: list | None = None
+    The thread only loads the model and embeds the query: it needs no index, so it can
+    start before the snapshot is read. The matrix product runs in the caller's thread,
+    on the snapshot the BM25 part read, in result().
+    """
+
+    def __init__(self, index, query: str, deadline: float | None):
+        self.index, self.query, self.deadline = index, query, deadline
+        self.embedder = None
+        self.qvec = None
         self.reason = ""  # why there are no vector hits
         self.model_mismatch = False
-        self._thread: threading.Thread | None = None
-        if deadline is None:
-            self._run()
-        else:
-            self._thread = threading.Thread(target=self._run, name=VECTOR_THREAD, daemon=True)
-            self._thread.start()
+        self._thread = threading.Thread(target=self._run, name=VECTOR_THREAD, daemon=True)
+        self._thread.start()
 
     def _run(self) -> None:
         try:
@@ -89,26 +122,38 @@ class VectorJob:
             if embedder is None:
                 self.reason = f"BM25 only: {self.index.embedder_note}"
                 return
-            state = self.snap.state
-            if state.vectors_file is None:
-                self.reason = "BM25 only: vectors are being built"
-                return
-            if state.embedder != self.index.model_key(embedder):
-                self.model_mismatch = True
-                self.reason = "BM25 only: vectors are being rebuilt for another model"
-                return
-            self.hits = self._search(self.snap, embedder)
+            from ..embed import embed_query
+
+            self.qvec = embed_query(embedder, [self.query])[0]
+            self.embedder = embedder
         except Exception as exc:  # the BM25 answer stands; say why vectors are missing
             self.reason = f"BM25 only: vectors failed ({type(exc).__name__})"
 
-    def result(self) -> list | None:
-        """The vector hits, or None when they are not ready by the deadline (reason says why)."""
-        if self._thread is not None and self.deadline is not None:
-            self._thread.join(max(0.0, self.deadline - time.monotonic()))
-            if self._thread.is_alive():
-                self.reason = "BM25 only: vectors not ready within the deadline"
-                return None
-        return self.hits
+    def result(self, snap, search_fn) -> list | None:
+        """The vector hits on snap, or None when they are not ready by the deadline (reason says why).
+
+        search_fn(snap, qvec) -> hits.
+        """
+        left = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+        self._thread.join(left)
+        if self._thread.is_alive():
+            self.reason = "BM25 only: vectors not ready within the deadline"
+            return None
+        if self.embedder is None:
+            return None
+        state = snap.state
+        if state.vectors_file is None:
+            self.reason = "BM25 only: vectors are being built"
+            return None
+        if state.embedder != self.index.model_key(self.embedder):
+            self.model_mismatch = True
+            self.reason = "BM25 only: vectors are being rebuilt for another model"
+            return None
+        try:
+            return search_fn(snap, self.qvec)
+        except Exception as exc:
+            self.reason = f"BM25 only: vectors failed ({type(exc).__name__})"
+            return None
 
 
 def vectors_need_work(snap, job: VectorJob | None, config) -> bool:

@@ -28,6 +28,7 @@ SECTIONS_PER_FILE = 3
 CHARS_PER_TOKEN = 4
 # Project scope: another project's item keeps this share of its fused score unless the
 # query names that project (chosen on tests/bench/projects.py; docs/guide.md, Projects).
+# A question asking who takes the share once more off every project's items.
 OTHER_PROJECT_FACTOR = 0.5
 
 
@@ -222,10 +223,14 @@ def retrieve(
     index = index or Index(wiki, config, notify=notify)
     progressive = deadline is not None or background
     status = status if status is not None else {}
+    want_vectors = mode in ("hybrid", "vector") and bool(query.strip())
+    job = None
     if progressive:
         from . import progressive as prog
 
         clock = prog.Clock()
+        if want_vectors and prog.vectors_fit(index, deadline, clock, with_bm25=True):
+            job = prog.VectorJob(index, query, deadline)  # beside the BM25 part
         snap = prog.open_snapshot(index, mode, deadline, status, notify)
         used_mode = mode
     else:
@@ -254,31 +259,33 @@ def retrieve(
         row_of = {r.id: i for i, r in enumerate(rows)}
         bm25_hits = [(row_of[h], s) for h, s in found_bm25.items if h in row_of]
         coverage = found_bm25.coverage
-    job = None
     note = ""
-    want_vectors = used_mode in ("hybrid", "vector") and bool(query.strip())
-    if progressive and want_vectors and not prog.vectors_fit(index, deadline, clock):
+    want_vectors = want_vectors and used_mode in ("hybrid", "vector")
+    if (
+        progressive
+        and want_vectors
+        and job is None
+        and not prog.vectors_fit(index, deadline, clock)
+    ):
         used_mode, note = "bm25", "BM25 only: vectors would not be ready within the deadline"
     elif progressive and want_vectors:
-        job = prog.VectorJob(
-            index,
-            snap,
-            lambda sn, emb: vector_search.vector_hits(sn, emb, query, track, candidates),
-            deadline,
+        job = job or prog.VectorJob(index, query, deadline)
+        found = job.result(
+            snap, lambda sn, qvec: vector_search.vector_hits(sn, qvec, track, candidates)
         )
-        found = job.result()
         if found is None:  # not ready in time (or no vectors yet): the BM25 answer stands
             used_mode, note = "bm25", job.reason
         else:
             vector_hits = found
             if used_mode == "vector":
                 bm25_hits = []
-    elif want_vectors:
-        vector_hits = vector_search.vector_hits(snap, embedder, query, track, candidates)
+    elif want_vectors and embedder is not None:
+        qvec = vector_search.query_vector(embedder, query)
+        vector_hits = vector_search.vector_hits(snap, qvec, track, candidates)
     ensemble = (snap.state.embedder or {}).get("provider") == "ensemble"
     most = ENSEMBLE_WEIGHT_MAX if ensemble else VECTOR_WEIGHT_MAX
     fused = fuse(bm25_hits, vector_hits, coverage, fusion, vector_weight, most)
-    fused, scope = scope_to_project(rows, fused, project, query)
+    fused, scope, person = scope_to_project(rows, fused, project, query)
     results = _rollup(snap, fused, k)
     _fill_sections(snap, results, fused, budget)
     facts: dict[str, object] = {
@@ -291,6 +298,8 @@ def retrieve(
     }
     if scope:
         facts["project_named"] = scope
+    if person:
+        facts["prefer_global"] = True
     if progressive:
         facts.update(_progress_facts(snap, job, mode, index.config, background, index))
         if note:
@@ -317,30 +326,36 @@ def _progress_facts(snap, job, mode, config, background, index) -> dict:
 
 def scope_to_project(
     rows, fused: dict[int, float], project: str | None, query: str
-) -> tuple[dict[int, float], list[str]]:
+) -> tuple[dict[int, float], list[str], bool]:
     """Prefer the project in scope: other projects' items keep OTHER_PROJECT_FACTOR of their score.
 
     Global items (no project) are never touched. When the query names projects of the
     candidates, those named projects are the scope instead of the current one, so a
-    question about another project still finds it. A no-op when project is None or no
-    candidate belongs to a project. Returns the new scores and the projects the query named.
+    question about another project still finds it. A question asking who (and naming no
+    project) looks for a person, and people are global memory: every project's items then
+    take the factor once more, so global files come first, then the current project's,
+    then the others'. A no-op when project is None or no candidate belongs to a project.
+    Returns the new scores, the projects the query named, and whether global was preferred.
     """
     if project is None:
-        return fused, []
-    from ..project import mentioned
+        return fused, [], False
+    from ..project import asks_for_person, mentioned
 
     seen = {p for i in fused for p in rows[i].projects}
     if not seen:
-        return fused, []
+        return fused, [], False
     named = sorted(mentioned(query, seen))
     preferred = set(named) if named else {project}
+    person = not named and asks_for_person(query)
     out = {}
     for i, score in fused.items():
         projects = rows[i].projects
         if projects and preferred.isdisjoint(projects):
             score *= OTHER_PROJECT_FACTOR
+        if projects and person:
+            score *= OTHER_PROJECT_FACTOR
         out[i] = score
-    return out, named
+    return out, named, person
 
 
 def _rollup(snap: Snapshot, fused: dict[int, float], k: int) -> list[FileResult]:

@@ -29,7 +29,7 @@ def vector_scores(matrix, qvec, blocks: tuple[int, ...] | None = None, valid=Non
         return matrix @ qvec.astype(np.float32)
     rows = valid if valid is not None else slice(None)
     total = np.zeros(matrix.shape[0], dtype=np.float64)
-    first = None
+    stats: list[tuple[float, float]] = []
     start = 0
     for width in blocks:
         # Rows and query were scaled by 1/sqrt(len(blocks)): a block's product times
@@ -38,27 +38,43 @@ def vector_scores(matrix, qvec, blocks: tuple[int, ...] | None = None, valid=Non
         cos *= len(blocks)
         start += width
         mean, spread = float(cos[rows].mean()), float(cos[rows].std()) + 1e-9
-        first = first or (mean, spread)
+        stats.append((mean, spread))
         total += (cos - mean) / spread
-    return (first[0] + first[1] * total / len(blocks)).astype(np.float32)
+    mean, spread = stats[0]
+    return (mean + spread * total / len(blocks)).astype(np.float32)
 
 
-def vector_hits(
-    snap: Snapshot, embedder, query: str, track: str | None, n: int
-) -> list[tuple[int, float]]:
-    """The n rows closest to the query (score at least MIN_COSINE), best first."""
+def blocks_of(key: dict | None) -> tuple[int, ...] | None:
+    """The models' widths in a row, from the index's {provider, model, dim}: None for one model.
+
+    An ensemble's model name joins its parts' names with "+"; its parts are equally wide
+    (EnsembleEmbedder checks that).
+    """
+    if not key or key.get("provider") != "ensemble":
+        return None
+    parts = str(key.get("model", "")).count("+") + 1
+    return (int(key["dim"]) // parts,) * parts if parts > 1 else None
+
+
+def query_vector(embedder, query: str):
+    """The query's vector (embed_query where the embedder embeds queries differently)."""
+    from ..embed import embed_query
+
+    return embed_query(embedder, [query])[0]
+
+
+def vector_hits(snap: Snapshot, qvec, track: str | None, n: int) -> list[tuple[int, float]]:
+    """The n items nearest to qvec, best first, masked by track and missing vectors."""
     import numpy as np
 
     matrix = snap.matrix()
-    if matrix is None or embedder is None or matrix.shape[0] == 0:
+    if matrix is None or qvec is None or matrix.shape[0] == 0:
         return []
-    embed_query = getattr(embedder, "embed_query", embedder.embed)
-    qvec = np.asarray(embed_query([query]), dtype=np.float32)[0]
     valid = None
     if snap.state.unembedded:
         valid = np.ones(len(snap.state.rows), dtype=bool)
-        valid[list(snap.state.unembedded)] = False
-    scores = vector_scores(matrix, qvec, getattr(embedder, "blocks", None), valid)
+        valid[sorted(snap.state.unembedded)] = False
+    scores = vector_scores(matrix, qvec, blocks_of(snap.state.embedder), valid)
     mask = valid
     if track:
         on_track = np.array([r.track == track for r in snap.state.rows])

@@ -25,17 +25,18 @@ from typing import Any
 from .. import markdown
 from ..errors import InvalidInput, StateError
 from ..fsutil import atomic_write_text
+from ..project import RESOURCE_ENTRY, RESOURCES, resources_span
 
 MAX_RESOURCES = 50
 RESOURCES_DIR = "resources"
 VERIFIED_FILE = "verified.json"
-SECTION = "Resources"
+SECTION = RESOURCES
 # Argument names hosts use for the file a tool call reads or writes.
 PATH_KEYS = ("file_path", "path", "filePath", "notebook_path", "filename", "target_file", "file")
 LIST_KEYS = ("paths", "files", "file_paths")
 CHANGING_TOOLS = re.compile(r"write|edit|patch|create|replace|delete|move|rename", re.IGNORECASE)
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$", re.MULTILINE)
-ENTRY = re.compile(r"^(\s*[-*]\s+)`([^`\n]+)`(?:\s*(?:—|--|-|:)\s*(.*?))?\s*$")
+ENTRY = RESOURCE_ENTRY
 MAX_PATH_CHARS = 1024
 
 
@@ -139,6 +140,15 @@ def _ignored(root: Path, rels: list[str]) -> set[str]:
     return {rel for rel in rels if repo.path_is_ignored(rel)}
 
 
+def _is_text(path: str) -> bool:
+    # A path project/<slug>.md can hold: a file name that is not UTF-8 cannot be written there.
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def verify_paths(
     candidates: Iterable[str], root: Path, base: Path | None = None, cap: int = MAX_RESOURCES
 ) -> tuple[list[str], list[dict[str, str]]]:
@@ -153,6 +163,10 @@ def verify_paths(
         if not raw or raw in seen:
             continue
         seen.add(raw)
+        if not _is_text(raw):
+            shown = raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            dropped.append({"path": shown, "reason": "not a UTF-8 path"})
+            continue
         path = Path(raw).expanduser()
         if not path.is_absolute():
             path = (base or root) / path
@@ -161,6 +175,9 @@ def verify_paths(
             dropped.append({"path": raw, "reason": "outside the project's repository"})
             continue
         rel = real.relative_to(root_real).as_posix()
+        if not _is_text(rel):  # a symlink to a file whose name is not UTF-8
+            dropped.append({"path": raw, "reason": "not a UTF-8 path"})
+            continue
         if rel == "." or rel.split("/")[0] == ".git":
             dropped.append({"path": raw, "reason": "not a file of the repository"})
             continue
@@ -185,7 +202,7 @@ def verify_paths(
 def project_file_entries(text: str) -> dict[str, str]:
     """The Resources entries of a project file: {path: description}."""
     lines = text.splitlines()
-    span = _section(lines)
+    span = resources_span(lines)
     if span is None:
         return {}
     out: dict[str, str] = {}
@@ -232,7 +249,10 @@ def verify_run(
         candidates: list[tuple[str, Path | None]] = []
         for number, session in sessions:
             log = touched_log_path(run_directory, number)
-            lines = log.read_text(encoding="utf-8").splitlines() if log.is_file() else []
+            # The executor may add lines: bytes that are not UTF-8 come through as surrogates
+            # and are dropped by verify_paths with a reason, never a crash.
+            data = log.read_bytes() if log.is_file() else b""
+            lines = data.decode("utf-8", "surrogateescape").splitlines()
             cwd = Path(session["cwd"]) if session.get("cwd") else None
             candidates.extend((line, cwd) for line in lines)
         if root is None or not Path(root).is_dir():
@@ -273,21 +293,6 @@ def _verify_mixed(candidates: list[tuple[str, Path | None]], root: Path):
 # ------------------------------------------------------------------ merge (commit)
 
 
-def _section(lines: list[str]) -> tuple[int, int] | None:
-    """(first line after the `## Resources` heading, end of its section), 0-based, or None."""
-    start: int | None = None
-    level = 0
-    for i, h in enumerate(markdown.headings(lines)):
-        if h is None:
-            continue
-        if start is None:
-            if h[1].lower() == SECTION.lower():
-                start, level = i + 1, h[0]
-        elif h[0] <= level:
-            return start, i
-    return (start, len(lines)) if start is not None else None
-
-
 def merge_entries(text: str, entries: dict[str, str]) -> str:
     """text with entries merged into its Resources section; nothing else changes.
 
@@ -299,7 +304,7 @@ def merge_entries(text: str, entries: dict[str, str]) -> str:
         return text
     newline = "\r\n" if "\r\n" in text else "\n"
     lines = text.splitlines()
-    span = _section(lines)
+    span = resources_span(lines)
     if span is None:
         body = text if text.endswith(("\n", "\r")) or not text else text + newline
         block = [f"## {SECTION}", ""] + [f"- `{p}` — {d}" for p, d in entries.items()]
@@ -377,7 +382,14 @@ def merge_run(run_directory: Path, workspace: Path) -> list[str]:
         target = Path(workspace) / "project" / f"{slug}.md"
         if target.is_symlink():
             continue  # commit's validation refuses it anyway; never write through a link
-        old = target.read_text(encoding="utf-8") if target.is_file() else None
+        try:
+            old = target.read_text(encoding="utf-8") if target.is_file() else None
+        except UnicodeDecodeError as exc:
+            # Never rewrite bytes we cannot read: the run stays open until the file is fixed.
+            raise InvalidInput(
+                f"project/{slug}.md is not valid UTF-8 (byte {exc.start}): fix it in {target}, "
+                "then run commit again (its resources were not merged)"
+            ) from None
         base = old if old is not None else templates.render("project_file.md", project=slug)
         new = merge_entries(base, entries)
         if new != old:

@@ -148,6 +148,29 @@ def _validate_item(raw: Any, index: int, label: str) -> dict[str, Any]:
     return item
 
 
+def _check_text(value: Any, label: str, where: str) -> None:
+    # JSON can escape a lone surrogate ("\udce9", how Python writes a non-UTF-8 file name);
+    # it is not text, and every file of a run is UTF-8: refuse it here, by its place.
+    # Iterative: tool arguments may nest as deep as the JSON decoder allowed.
+    stack = [(value, where)]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                bad = f"\\u{ord(value[exc.start]):04x}"
+                raise _fail(
+                    label, where, f"not valid Unicode text (lone surrogate {bad})"
+                ) from None
+        elif isinstance(value, dict):
+            for key, v in value.items():
+                stack.append((key, where))
+                stack.append((v, f"{where}.{key}"))
+        elif isinstance(value, list):
+            stack.extend((v, f"{where}[{n}]") for n, v in enumerate(value))
+
+
 def validate_payload(doc: Any, label: str) -> list[dict[str, Any]]:
     """Validate one decoded payload and return its normalised items."""
     if not isinstance(doc, dict):
@@ -167,6 +190,8 @@ def validate_payload(doc: Any, label: str) -> list[dict[str, Any]]:
     if not raw_items:
         raise _fail(label, "items", "must not be empty")
     items = [_validate_item(raw, i, label) for i, raw in enumerate(raw_items)]
+    for i, item in enumerate(items):
+        _check_text(item, label, f"items[{i}]")
     if not any(it["type"] == "message" for it in items):
         raise _fail(label, "items", "at least one message item is required")
     return items

@@ -26,21 +26,9 @@ import latency  # noqa: E402
 
 HOGS = 6
 BUDGET_MS = 1500  # the default hook_budget_ms
-RELEVANT = "skill/rotate-webhook-secret.md"
+RELEVANT = latency.RELEVANT
 PROMPT = "how do we rotate the stripe webhook signing secret?"
 HOG = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end:\n    pass\n"
-
-
-def seed(root: Path) -> None:
-    """The one file that answers the prompt."""
-    path = root / RELEVANT
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        "---\nname: rotate-webhook-secret\ndescription: How to rotate the Stripe webhook "
-        "signing secret\n---\n# Rotate the webhook secret\n\n1. Create a new signing secret "
-        "in the Stripe dashboard.\n2. Store it in the vault as STRIPE_WEBHOOK_SECRET.\n"
-        "3. Restart the billing workers; old events still verify for 24 hours.\n"
-    )
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -50,7 +38,9 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def run_hooks(root: Path, env: dict, calls: int) -> dict:
-    """Run the hook `calls` times; what each call answered and how long it took."""
+    """Run the hook `calls` times; what each call answered, how long it took, its CPU time."""
+    import resource
+
     payload = json.dumps(
         {
             "session_id": "bench",
@@ -59,8 +49,9 @@ def run_hooks(root: Path, env: dict, calls: int) -> dict:
             "prompt": PROMPT,
         }
     )
-    walls, memory, relevant, hybrid = [], 0, 0, 0
+    walls, cpus, memory, relevant, hybrid = [], [], 0, 0, 0
     for _ in range(calls):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         done = subprocess.run(
             [sys.executable, "-m", "memwiki", "hook", "claude-code"],
@@ -71,6 +62,8 @@ def run_hooks(root: Path, env: dict, calls: int) -> dict:
             timeout=60,
         )
         walls.append(time.perf_counter() - started)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         if done.stdout.strip():
             context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
             memory += 1
@@ -85,25 +78,35 @@ def run_hooks(root: Path, env: dict, calls: int) -> dict:
         "p50_ms": statistics.median(walls) * 1000,
         "p95_ms": percentile(walls, 95) * 1000,
         "max_ms": max(walls) * 1000,
+        "cpu_ms": statistics.median(cpus) * 1000,
     }
+
+
+def start_hogs(own_sessions: bool) -> list[subprocess.Popen]:
+    """HOGS busy loops, each in a session of its own or all in this (and the hook's) session."""
+    return [
+        subprocess.Popen([sys.executable, "-c", HOG.format(s=600)], start_new_session=own_sessions)
+        for _ in range(HOGS)
+    ]
 
 
 def main(
     sizes=(70, 2000),
-    calls: int = 25,
+    calls: int = 20,
     wikis: dict | None = None,
     embed: dict | None = None,
-    own_sessions: bool = True,
+    placements=(True, False),
 ) -> list[dict]:
-    """Build the wikis (or take prepared ones), then run the hook under load and print a table.
+    """Build the wikis (or take cached ones), then run the hook under load and print a table.
 
     embed maps a size to the embedder its wiki uses (default: the real model for all).
+    placements: True puts each busy loop in its own session (separate programs), False
+    puts all six in the session the hook is started from (a build run by the agent).
     """
-    from memwiki.wiki import Wiki
-
     work = Path(tempfile.mkdtemp(prefix="memwiki-hookload-"))
     hogs: list[subprocess.Popen] = []
     rows = []
+    latency.compile_bytecode()
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWIKI_")}
         env.update(HOME=str(work), XDG_CONFIG_HOME=str(work / ".config"))
@@ -112,47 +115,43 @@ def main(
         for files in sizes:
             root = (wikis or {}).get(files)
             if root is None:
-                wiki, _ = Wiki.init(work / f"wiki-{files}")
-                latency.generate_wiki(wiki.root, files - 1)
-                seed(wiki.root)
-                root = wiki.root
-            built = subprocess.run(
-                [sys.executable, "-m", "memwiki", "--wiki", str(root), "reindex"],
-                env={**env, "MEMWIKI_EMBED": (embed or {}).get(files, "onnx")},
-                capture_output=True,
-                timeout=3600,
-            )
-            assert built.returncode == 0, built.stderr[-500:]
-            prepared[files] = root
-        for files, root in prepared.items():  # unloaded first: how often the file is found
-            env = {**env, "MEMWIKI_EMBED": (embed or {}).get(files, "onnx")}
-            quiet = run_hooks(root, {**env, "MEMWIKI_DIR": str(root)}, 5)
-            # Each busy loop in its own session, as separate programs are: with autogroup
-            # scheduling (Linux's default on desktops) processes of one session share one
-            # group's CPU, so six loops started in the hook's own session would leave it a
-            # seventh of that group instead of a fair share of the machine.
-            hogs = [
-                subprocess.Popen(
-                    [sys.executable, "-c", HOG.format(s=600)], start_new_session=own_sessions
+                root = latency.cached_wiki(files, (embed or {}).get(files, "onnx"), env, work)
+            else:
+                built = subprocess.run(
+                    [sys.executable, "-m", "memwiki", "--wiki", str(root), "reindex"],
+                    env={**env, "MEMWIKI_EMBED": (embed or {}).get(files, "onnx")},
+                    capture_output=True,
+                    timeout=3600,
                 )
-                for _ in range(HOGS)
-            ]
-            time.sleep(2)
-            loaded = run_hooks(root, {**env, "MEMWIKI_DIR": str(root)}, calls)
-            load = os.getloadavg()[0]
-            for h in hogs:
-                h.kill()
-                h.wait()
-            hogs = []
-            rows.append(
-                {
-                    "files": files,
-                    "quiet": quiet,
-                    "loaded": loaded,
-                    "load": load,
-                    "embed": (embed or {}).get(files, "onnx"),
-                }
-            )
+                assert built.returncode == 0, built.stderr[-500:]
+            prepared[files] = root
+        for files, root in prepared.items():
+            run_env = {
+                **env,
+                "MEMWIKI_EMBED": (embed or {}).get(files, "onnx"),
+                "MEMWIKI_DIR": str(root),
+            }
+            quiet = run_hooks(root, run_env, 5)  # unloaded first: how often the file is found
+            for own in placements:
+                hogs = start_hogs(own)
+                time.sleep(2)
+                loaded = run_hooks(root, run_env, calls)
+                load = os.getloadavg()[0]
+                for h in hogs:
+                    h.kill()
+                    h.wait()
+                hogs = []
+                rows.append(
+                    {
+                        "files": files,
+                        "hogs": "own" if own else "hook's",
+                        "quiet": quiet,
+                        "loaded": loaded,
+                        "load": load,
+                        "embed": (embed or {}).get(files, "onnx"),
+                    }
+                )
+                time.sleep(3)  # let the load average settle a little between rows
         print_table(rows)
         return rows
     finally:
@@ -166,18 +165,23 @@ def print_table(rows: list[dict]) -> None:
     """The hook under load against its targets."""
     print(f"\nClaude Code hook under load ({HOGS} CPU-bound processes, budget {BUDGET_MS} ms)")
     print(
-        f"{'files':>6} {'embed':>5} {'load':>5} {'calls':>5} {'memory':>7} {'relevant':>8} {'hybrid':>6} "
-        f"{'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'unloaded relevant':>17}"
+        "  hogs: 'own' = each busy loop in its own session; \"hook's\" = all six in the "
+        "session the hook is started from"
+    )
+    print(
+        f"{'files':>6} {'embed':>5} {'hogs':>6} {'load':>5} {'calls':>5} {'memory':>7} "
+        f"{'relevant':>8} {'hybrid':>6} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} "
+        f"{'cpu ms':>6} {'unloaded: relevant':>18} {'hybrid':>6}"
     )
     for r in rows:
         q, lo = r["quiet"], r["loaded"]
         print(
-            f"{r['files']:>6} {r['embed']:>5} {r['load']:>5.1f} {lo['calls']:>5} "
+            f"{r['files']:>6} {r['embed']:>5} {r['hogs']:>6} {r['load']:>5.1f} {lo['calls']:>5} "
             f"{lo['memory'] / lo['calls']:>7.0%} {lo['relevant'] / lo['calls']:>8.0%} "
             f"{lo['hybrid']:>6} {lo['p50_ms']:>7.0f} {lo['p95_ms']:>7.0f} {lo['max_ms']:>7.0f} "
-            f"{q['relevant'] / q['calls']:>17.0%}"
+            f"{lo['cpu_ms']:>6.0f} {q['relevant'] / q['calls']:>18.0%} {q['hybrid']:>3}/{q['calls']}"
         )
-    print(f"targets: memory >= 95%, p95 <= {BUDGET_MS + 300} ms")
+    print(f"targets: memory >= 95%, p95 <= {BUDGET_MS + 300} ms, relevant as often as unloaded")
 
 
 if __name__ == "__main__":

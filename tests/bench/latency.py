@@ -11,6 +11,8 @@ these machines are noisy:
 
 from __future__ import annotations
 
+import hashlib
+import os
 import random
 import re
 import shutil
@@ -22,6 +24,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The one file of a generated wiki that answers the benchmarks' webhook prompts.
+RELEVANT = "skill/rotate-webhook-secret.md"
 
 WORDS = (
     "deploy release billing staging ledger invoice stripe webhook postgres migration index "
@@ -83,19 +87,174 @@ def generate_wiki(root: Path, files: int = 2000, seed: int = 7) -> None:
         )
 
 
-def timed(cmd: list[str], runs: int) -> list[float]:
+def add_relevant_file(root: Path) -> None:
+    """The one file that answers the prompt."""
+    path = root / RELEVANT
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "---\nname: rotate-webhook-secret\ndescription: How to rotate the Stripe webhook "
+        "signing secret\n---\n# Rotate the webhook secret\n\n1. Create a new signing secret "
+        "in the Stripe dashboard.\n2. Store it in the vault as STRIPE_WEBHOOK_SECRET.\n"
+        "3. Restart the billing workers; old events still verify for 24 hours.\n"
+    )
+
+
+def compile_bytecode() -> None:
+    """Compile memwiki's modules once, as an installed wheel has them.
+
+    An editable install under PYTHONDONTWRITEBYTECODE (set on the development machine)
+    would otherwise compile every module again in every cold hook process.
+    """
+    import compileall
+
+    compileall.compile_dir(str(ROOT / "memwiki"), quiet=1)
+
+
+#: Bump when generate_wiki/seed change what they write; the content digest guards the rest.
+GENERATOR_VERSION = 1
+CACHE = Path.home() / ".cache" / "memwiki-bench"
+
+
+def _digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.md")):
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def cached_wiki(files: int, embed: str, env: dict, work: Path) -> Path:
+    """A built wiki of `files` files (embedder `embed`), from ~/.cache/memwiki-bench/ when there.
+
+    Embedding 2,000 files with the real model takes minutes, so the built wiki (index
+    included) is kept under ~/.cache/memwiki-bench/, keyed by GENERATOR_VERSION, the
+    size, the embedder and a digest of the generated files; a copy keeps the mtimes, so
+    its index stays fresh. The run itself works on a copy in `work`.
+    """
+    from memwiki.wiki import Wiki
+
+    fresh = work / f"gen-{files}"
+    wiki, _ = Wiki.init(fresh)
+    generate_wiki(wiki.root, files - 1)
+    add_relevant_file(wiki.root)
+    cached = CACHE / f"wiki-v{GENERATOR_VERSION}-{files}-{embed}-{_digest(wiki.root)}"
+    if not (cached / ".memwiki" / "bench-complete").exists():
+        shutil.rmtree(cached, ignore_errors=True)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(fresh, cached, symlinks=True)
+        print(f"building {cached} ({files} files, embed {embed}) once; later runs reuse it")
+    # A reindex on the cached copy: nothing to do when it is complete, a rebuild (vectors
+    # from the embedding cache) when this memwiki's index format differs.
+    built = subprocess.run(
+        [sys.executable, "-m", "memwiki", "--wiki", str(cached), "reindex"],
+        env={**env, "MEMWIKI_EMBED": embed},
+        capture_output=True,
+        timeout=7200,
+    )
+    assert built.returncode == 0, built.stderr[-500:]
+    (cached / ".memwiki" / "bench-complete").touch()
+    shutil.rmtree(fresh, ignore_errors=True)
+    copy = work / f"wiki-{files}"
+    shutil.copytree(cached, copy, symlinks=True)  # copy2: mtimes kept, the index stays fresh
+    return copy
+
+
+def timed(cmd: list[str], runs: int, env: dict | None = None) -> list[float]:
     """Wall times of `runs` cold runs of a command."""
-    times = []
+    return [w for w, _ in timed_cpu(cmd, runs, env)]
+
+
+def timed_cpu(cmd: list[str], runs: int, env: dict | None = None) -> list[tuple[float, float]]:
+    """(wall, CPU) seconds of `runs` cold runs of a command."""
+    import resource
+
+    out = []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        times.append(time.perf_counter() - started)
-    return times
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env, timeout=300)
+        wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+        out.append((wall, cpu))
+    return out
+
+
+def clean_env(home: Path) -> dict:
+    """The environment without MEMWIKI_* settings, HOME in the benchmark's directory."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWIKI_")}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    return env
+
+
+def reference_cmd(work: Path) -> list[str]:
+    """The reference process: imports, model, one query embedded, a 10,000 x 384 product."""
+    import numpy as np
+
+    matrix = work / "ref.npy"
+    np.save(matrix, np.random.default_rng(0).standard_normal((10_000, 384)).astype(np.float32))
+    return [sys.executable, "-c", REFERENCE.replace("MATRIX", repr(str(matrix)))]
+
+
+def cold_ratios(runs: int = 7, files: int = 2000) -> dict:
+    """Cold `retrieve` (hybrid, bm25) vs the reference process, interleaved, on a cached real-model wiki."""
+    compile_bytecode()
+    work = Path(tempfile.mkdtemp(prefix="memwiki-cold-"))
+    try:
+        env = clean_env(work)
+        root = cached_wiki(files, "onnx", env, work)
+        query = "how do I rotate the webhook secret"
+        memwiki = [sys.executable, "-m", "memwiki", "--wiki", str(root), "retrieve", query]
+        cmds = {
+            "reference": reference_cmd(work),
+            "hybrid": memwiki,
+            "bm25": memwiki + ["--mode", "bm25"],
+        }
+        for cmd in cmds.values():  # warm the OS file cache for every side alike
+            timed(cmd, 1, env)
+        got: dict[str, list[tuple[float, float]]] = {k: [] for k in cmds}
+        for _ in range(runs):  # interleaved, so all see the same noise
+            for name, cmd in cmds.items():
+                got[name] += timed_cpu(cmd, 1, env)
+        load = os.getloadavg()[0]
+        med = statistics.median
+        wall = {k: med(w for w, _ in v) for k, v in got.items()}
+        cpu = {k: med(c for _, c in v) for k, v in got.items()}
+        out = {
+            "files": files,
+            "load": load,
+            "wall": wall,
+            "cpu": cpu,
+            "hybrid_ratio": wall["hybrid"] / wall["reference"],
+            "bm25_ratio": wall["bm25"] / wall["reference"],
+        }
+        print(
+            f"\nCold start on a cached {files}-file wiki, real model ({runs} interleaved cold "
+            f"runs each, medians, load {load:.1f}; bytecode compiled as in an installed wheel)"
+        )
+        print(f"  {'process':<30} {'wall ms':>8} {'CPU ms':>7} {'ratio':>6}  target")
+        targets = {"hybrid": 0.85, "bm25": 0.4}
+        labels = {
+            "reference": "reference (numpy+ort+tok, 10k)",
+            "hybrid": "memwiki retrieve (hybrid)",
+            "bm25": "memwiki retrieve --mode bm25",
+        }
+        for name in cmds:
+            ratio = wall[name] / wall["reference"]
+            target = targets.get(name)
+            verdict = (
+                "" if target is None else f"<= {target} {'ok' if ratio <= target else 'MISSED'}"
+            )
+            print(
+                f"  {labels[name]:<30} {wall[name] * 1000:>8.0f} {cpu[name] * 1000:>7.0f} "
+                f"{ratio:>6.2f}  {verdict}"
+            )
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main(runs: int = 7, files: int = 2000) -> dict:
     """Run the benchmark and print a table; returns the numbers."""
-    import numpy as np
 
     from memwiki.config import load
     from memwiki.embed import load_embedder
@@ -131,17 +290,8 @@ def main(runs: int = 7, files: int = 2000) -> dict:
         items = len(index.snapshot().state.rows)
         build_rate = items / build_s
 
-        matrix = work / "ref.npy"
-        np.save(matrix, np.random.default_rng(0).standard_normal((10_000, 384)).astype(np.float32))
-        reference = [sys.executable, "-c", REFERENCE.replace("MATRIX", repr(str(matrix)))]
         query = "how do I rotate the webhook secret"
-        timed(memwiki + [query], 1)  # warm the OS file cache for both sides alike
-        timed(reference, 1)
-        ref, hybrid, bm25 = [], [], []
-        for _ in range(runs):  # interleaved, so both see the same noise
-            ref += timed(reference, 1)
-            hybrid += timed(memwiki + [query], 1)
-            bm25 += timed(memwiki + [query, "--mode", "bm25"], 1)
+        timed(memwiki + [query], 1)  # warm the OS file cache
 
         # one edited file: the next retrieve vs a no-change retrieve + embedding its items
         edit_costs, nochange, embed_costs = [], [], []
@@ -160,11 +310,6 @@ def main(runs: int = 7, files: int = 2000) -> dict:
         out = {
             "files": files,
             "items": items,
-            "reference_s": med(ref),
-            "hybrid_s": med(hybrid),
-            "bm25_s": med(bm25),
-            "hybrid_ratio": med(hybrid) / med(ref),
-            "bm25_ratio": med(bm25) / med(ref),
             "edit_s": med(edit_costs),
             "nochange_plus_embed_s": med(nochange) + med(embed_costs),
             "edit_ratio": med(edit_costs) / (med(nochange) + med(embed_costs)),
@@ -175,16 +320,7 @@ def main(runs: int = 7, files: int = 2000) -> dict:
             "embedded": report.embedded,
         }
         print(
-            f"\nLatency on a generated wiki of {files} files, {items} items ({runs} cold runs each, medians)"
-        )
-        print(
-            f"  reference process (numpy+onnxruntime+tokenizers, model, 10k x 384 matmul): {out['reference_s'] * 1000:7.0f} ms"
-        )
-        print(
-            f"  memwiki retrieve (hybrid)  {out['hybrid_s'] * 1000:7.0f} ms   ratio {out['hybrid_ratio']:.2f}  (target <= 1.5)"
-        )
-        print(
-            f"  memwiki retrieve --mode bm25 {out['bm25_s'] * 1000:5.0f} ms   ratio {out['bm25_ratio']:.2f}  (target <= 0.5)"
+            f"\nEdit and build on a generated wiki of {files} files, {items} items ({runs} runs each, medians)"
         )
         print(
             f"  after one edit {out['edit_s'] * 1000:7.0f} ms vs no-change + embed {out['nochange_plus_embed_s'] * 1000:7.0f} ms   ratio {out['edit_ratio']:.2f}  (target <= 1.0)"
@@ -198,4 +334,7 @@ def main(runs: int = 7, files: int = 2000) -> dict:
 
 
 if __name__ == "__main__":
-    main(files=int(sys.argv[1]) if len(sys.argv) > 1 else 2000)
+    size = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    cold_ratios(files=size)
+    if "--cold-only" not in sys.argv:
+        main(files=size)

@@ -8,7 +8,9 @@ no remote, a linked worktree), and resolves each directory the way `retrieve` do
 
 Kinds: `ambiguous` (asked inside a project without naming it: that project's file must
 come first), `named` (names another project: its file must be in the top 5) and
-`personal` (global memory must come first, from any project or from outside one).
+`personal` (global memory must come first, from any project or from outside one) and
+`project-person` (who-questions whose answer is a project's own file: the cost of
+preferring global memory for questions that ask who).
 """
 
 from __future__ import annotations
@@ -108,18 +110,18 @@ def print_table(results: dict) -> None:
     """Scoped and unscoped side by side, per mode and query kind."""
     print("\nProject scope (tests/fixtures/projects: 4 projects + global memory, k=5)")
     print(
-        f"  {'mode':<7} {'kind':<10} {'n':>3}  {'top-1 scoped':>12} {'unscoped':>9}"
+        f"  {'mode':<7} {'kind':<14} {'n':>3}  {'top-1 scoped':>12} {'unscoped':>9}"
         f"  {'top-5 scoped':>12} {'unscoped':>9}"
     )
     for mode, table in results.items():
-        for kind in ("ambiguous", "named", "personal"):
+        for kind in ("ambiguous", "named", "personal", "project-person"):
             row = table.get(kind)
             if not row:
                 continue
             n = row["n"]
             s1, s5 = (v / n for v in row["scoped"])
             u1, u5 = (v / n for v in row["unscoped"])
-            print(f"  {mode:<7} {kind:<10} {n:>3}  {s1:>12.3f} {u1:>9.3f}  {s5:>12.3f} {u5:>9.3f}")
+            print(f"  {mode:<7} {kind:<14} {n:>3}  {s1:>12.3f} {u1:>9.3f}  {s5:>12.3f} {u5:>9.3f}")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -96,6 +96,7 @@ def main() -> None:
         print_table(quality_rows(args))
         projects.print_table(projects.run(MODES))  # scoped vs unscoped
     if not args.skip_latency:
+        latency.cold_ratios(files=args.files)  # cold hybrid/bm25 vs the reference, real model
         latency.main(files=args.files)
     if not args.skip_scale:
         scale.main()  # 2k, 10k, 50k files: cold, edit, build, list, lint, RSS
