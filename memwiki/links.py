@@ -11,6 +11,7 @@ agent that writes `[[alias]]` gets a working link instead of a broken-link error
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import re
@@ -21,7 +22,11 @@ from . import markdown
 from .errors import NotFound
 from .recallfile import COPY_RE, MAX_FILE_BYTES, Problem
 
+RACY_NS = 2_000_000_000  # as index/manifest.RACY_NS: a file this new may change unseen
+
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from .wiki import Wiki
 
 LINK_RE = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
@@ -113,38 +118,118 @@ def _aliases(text: str) -> list[str]:
     return []
 
 
+# ------------------------------------------------------------------ caching
+
+LINK_CACHE = "links.pkl"
+LINK_CACHE_VERSION = 2
+HEAD_BYTES = 16384  # as index/listing.HEAD_BYTES: where a `conflict_of:` key would be
+# aliases, raw links, and whether the file's head names a `conflict_of` key
+Scanned = tuple[tuple[str, ...], list[tuple[int, str, str, bool]], bool]
+
+
+class LinkCache:
+    """Each note's aliases and raw links, keyed by its size and mtime, in the sidecar.
+
+    Parsing every note is what made `lint` grow with the wiki; with this cache a run reads
+    only the notes whose stat changed since the last run. Like the index manifest, an entry
+    whose mtime falls within the racy window before the cache was written is not trusted
+    (the file may have changed again within the same mtime tick). A missing or damaged
+    cache only costs speed: every note is read again.
+    """
+
+    def __init__(self, path):
+        import pickle
+
+        self.path = path
+        self.entries: dict[str, tuple[int, int, Scanned]] = {}
+        self.trusted_before = 0
+        self.dirty = False
+        try:
+            version, written_ns, entries = pickle.loads(path.read_bytes())
+            if version == LINK_CACHE_VERSION:
+                self.entries = entries
+                self.trusted_before = written_ns - RACY_NS
+        except Exception:  # no cache yet, or damaged: start empty
+            pass
+
+    def get(self, root, rel: str) -> Scanned | None:
+        """(aliases, raw links) of one note, from the cache when its stat still matches."""
+        path = root / rel
+        try:
+            info = path.stat()
+        except OSError:
+            return None
+        if info.st_size > MAX_FILE_BYTES:
+            return None  # lint reports its size; its links are not read
+        entry = self.entries.get(rel)
+        stat = (info.st_size, info.st_mtime_ns)
+        if entry is not None and entry[:2] == stat and stat[1] < self.trusted_before:
+            return entry[2]
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        text = data.decode("utf-8", "replace")
+        found = (tuple(_aliases(text)), scan(text), b"conflict_of" in data[:HEAD_BYTES])
+        self.entries[rel] = (*stat, found)
+        self.dirty = True
+        return found
+
+    def save(self, notes: list[str]) -> None:
+        """Write the cache back when anything changed (best effort: it is only a cache)."""
+        import pickle
+        import time
+
+        wanted = set(notes)
+        if len(self.entries) != len(wanted) or not wanted.issuperset(self.entries):
+            self.entries = {k: v for k, v in self.entries.items() if k in wanted}
+            self.dirty = True
+        if not self.dirty:
+            return
+        from .fsutil import atomic_write_bytes
+
+        data = (LINK_CACHE_VERSION, time.time_ns(), self.entries)
+        with contextlib.suppress(OSError):
+            atomic_write_bytes(self.path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
+
+
 # ----------------------------------------------------------------- resolving
 
 
 class LinkIndex:
     """Every note of a wiki with its links resolved: the vault as Obsidian sees it."""
 
-    def __init__(self, wiki: Wiki):
+    def __init__(self, wiki: Wiki, paths: list[tuple[str, Path]] | None = None):
+        """paths: wiki.iter_paths() when the caller has already listed them."""
         self.wiki = wiki
         self.root = wiki.root
-        self.notes: list[str] = _note_paths(wiki)
+        self.notes: list[str] = _note_paths(wiki, paths)
+        self.conflict_keys: set[str] = set()  # notes whose head names `conflict_of`
         self._by_stem: dict[str, list[str]] = {}
         self._by_alias: dict[str, list[str]] = {}
         self._files_lower: set[str] | None = None
-        texts: dict[str, str] = {}
+        cache = LinkCache(wiki.sidecar / LINK_CACHE)
+        scanned: dict[str, list[tuple[int, str, str, bool]]] = {}
         for rel in self.notes:
             self._by_stem.setdefault(posixpath.basename(rel)[:-3].lower(), []).append(rel)
-            try:
-                if (self.root / rel).stat().st_size > MAX_FILE_BYTES:
-                    continue  # lint reports its size; its links are not read
-                texts[rel] = (self.root / rel).read_bytes().decode("utf-8", "replace")
-            except OSError:
-                continue  # unreadable: lint says so; it has no links and no aliases
-            for alias in _aliases(texts[rel]):
+            found = cache.get(self.root, rel)
+            if found is None:
+                continue  # unreadable or too large: lint says so; no links, no aliases
+            aliases, scanned[rel], conflict_key = found
+            if conflict_key:
+                self.conflict_keys.add(rel)
+            for alias in aliases:
                 self._by_alias.setdefault(alias.lower(), []).append(rel)
+        cache.save(self.notes)
+        self.readable: set[str] = set(scanned)  # notes read now or known from the cache
         self.links: dict[str, list[Link]] = {}
-        for rel, text in texts.items():
+        for rel, raw_links in scanned.items():
             # A conflict copy repeats its original's links; counting them twice misleads.
             if not COPY_RE.match(posixpath.basename(rel)):
-                self.links[rel] = [lk for lk in self._links(rel, text) if lk is not None]
+                self.links[rel] = [lk for lk in self._links(rel, raw_links) if lk is not None]
 
-    def _links(self, source: str, text: str):
-        for line, raw, inner, embed in scan(text):
+    def _links(self, source: str, raw_links):
+        for line, raw, inner, embed in raw_links:
             name, heading, label = parse_target(inner)
             target, via_alias = self.resolve(source, name)
             if target is None and self._is_attachment(name):
@@ -217,9 +302,11 @@ def _pick(source: str, candidates: list[str]) -> str:
     return min(candidates, key=lambda p: (posixpath.dirname(p) != folder, p.count("/"), p))
 
 
-def _note_paths(wiki: Wiki) -> list[str]:
+def _note_paths(wiki: Wiki, paths=None) -> list[str]:
     """Every markdown note of the vault: the tracks' files and loose files at the root."""
-    rels = [p.relative_to(wiki.root).as_posix() for _, p in wiki.iter_paths()]
+    root = f"{wiki.root}{os.sep}"
+    found = wiki.iter_paths() if paths is None else paths
+    rels = [str(p).removeprefix(root).replace(os.sep, "/") for _, p in found]
     for path in sorted(wiki.root.glob("*.md")):
         if not path.name.startswith(".") and path.is_file() and not path.is_symlink():
             rels.append(path.name)
@@ -258,9 +345,11 @@ def link_graph(wiki: Wiki) -> dict[str, set[str]]:
     return LinkIndex(wiki).graph()
 
 
-def broken_links(wiki: Wiki, paths: set[str] | None = None) -> list[Problem]:
+def broken_links(
+    wiki: Wiki, paths: set[str] | None = None, index: LinkIndex | None = None
+) -> list[Problem]:
     """`path:line: broken link [[x]]` for every link that reaches no note (only in paths if given)."""
-    index = LinkIndex(wiki)
+    index = index or LinkIndex(wiki)
     return [
         Problem(rel, lk.line, f"broken link {lk.raw}")
         for rel, links in index.links.items()

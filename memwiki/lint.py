@@ -11,7 +11,7 @@ from . import markdown
 from . import recallfile as rfmod
 from .git.conflicts import find_conflict_copies
 from .index.listing import ListingCache
-from .links import broken_links
+from .links import LinkIndex, broken_links
 from .recallfile import COPY_RE, Problem
 from .recallfile.stream import check_large
 
@@ -24,9 +24,13 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
     problems: list[Problem] = []
     by_name: dict[tuple[str, str], list[str]] = defaultdict(list)
     wanted = set(paths) if paths is not None else None
-    listing = ListingCache(wiki.sidecar / "index")
-    for track, path in wiki.iter_paths():
-        rel = str(path.relative_to(wiki.root))
+    listing = ListingCache(wiki.sidecar / "index", frozen=True)
+    notes = list(wiki.iter_paths())
+    # Every note's links, aliases and head, from the link cache for notes whose stat matches.
+    links = LinkIndex(wiki, notes)
+    root = f"{wiki.root}{os.sep}"
+    for track, path in notes:
+        rel = str(path).removeprefix(root)
         by_name[(track, path.stem.lower())].append(rel)
         if wanted is not None and rel not in wanted:
             continue
@@ -50,8 +54,11 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
             continue
         if track == "project":  # valid or not, its Resources lines must be readable
             problems.extend(_resource_problems(path, rel))
-        if listing.known_valid(rel, path):
-            continue  # the index parsed these very bytes without a problem
+        if rel in links.readable and rel not in links.conflict_keys:
+            if listing.meta(rel, path) is not None:
+                continue  # the index parsed these very bytes without a problem
+        elif listing.known_valid(rel, path):
+            continue
         rf, found = rfmod.try_read(path, track, rel)
         if rf is None:
             problems.extend(found)
@@ -75,7 +82,7 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
         problems.extend(_stray_files(wiki))
         problems.extend(_other_conflict_copies(wiki, {p.path for p in problems}))
         problems.extend(outside_symlinks(wiki.root))
-    problems.extend(broken_links(wiki, wanted))
+    problems.extend(broken_links(wiki, wanted, links))
     return sorted(problems, key=lambda p: (p.path, p.line))
 
 
@@ -158,9 +165,17 @@ def outside_symlinks(root: Path) -> list[Problem]:
             if top.suffix == ".md":
                 check(top)
             continue
-        for directory, dirs, files in os.walk(top):  # does not follow symlinked folders
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            for name in [*dirs, *sorted(files)]:
-                if not name.startswith("."):
-                    check(Path(directory) / name)
+        stack = [str(top)]
+        while stack:  # os.scandir: the entry type comes with the listing, no stat per file
+            try:
+                entries = list(os.scandir(stack.pop()))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                if entry.is_symlink():
+                    check(Path(entry.path))  # a symlinked folder is reported, not followed
+                elif entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
     return out

@@ -1,13 +1,15 @@
 """Keeping the sidecar index fresh: incremental updates, full builds, locking and repair.
 
 Write order of an update (state.pkl last, as the commit point):
-  1. new vector file `vectors-<gen>.npy`;
+  1. a new vector segment `vectors-<gen>.npy` (only the rows this update wrote, or every
+     row when it compacts, index/segments.py) and, when compacting, a new manifest base
+     `rows-<gen>.pkl`;
   2. Whoosh commit (or a new Whoosh directory for a full build);
-  3. `state.pkl` naming both;
-  4. old vector files and Whoosh directories are removed.
+  3. `state.pkl` naming all of them;
+  4. files no state of this or the previous generation names are removed.
 A process killed before 3 leaves the previous state.pkl, whose files still exist, or
 (killed between 2 and 3) a Whoosh generation the state does not name: the next
-command sees the mismatch and rebuilds, taking vectors from the cache.
+command sees the mismatch and rebuilds, taking vectors from the old segments.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import StateError
-from . import bm25
+from . import bm25, segments
 from . import manifest as st
 from .chunker import Item
 from .reading import read_file_items, row_of
@@ -133,20 +135,26 @@ class Index:
             return "missing BM25 directory"
         if bm25.latest_generation(self.directory / state.bm25_dir) != state.whoosh_generation:
             return "BM25 index does not match the manifest"
-        if state.vectors_file:
+        for name, rows in state.segments:
             try:
-                size = (self.directory / state.vectors_file).stat().st_size
+                size = (self.directory / name).stat().st_size
             except OSError:
                 return "missing vector matrix"
             # .npy = a small header (a multiple of 64 bytes) + the float32 data; checked by
             # size so that BM25-only reads need not import numpy.
-            data = len(state.rows) * state.embedder["dim"] * 4  # type: ignore[index]
+            data = rows * state.embedder["dim"] * 4  # type: ignore[index]
             if not data + 64 <= size <= data + 4096:
                 return "vector matrix has the wrong size"
+        if state.segments and sum(r for _, r in state.segments) != state.physical_rows:
+            return "vector segments do not match the manifest"
         return None
 
-    def _load(self) -> tuple[st.State | None, str | None]:
-        """The committed state and why it cannot be used (or None); unpickled once per version."""
+    def _load(self, strict: bool = False) -> tuple[st.State | None, str | None]:
+        """The committed state and why it cannot be used (or None); unpickled once per version.
+
+        strict: a manifest base that vanished raises FileNotFoundError (a reader retries
+        on the newer state) instead of being reported as damage.
+        """
         try:
             info = self.state_path.stat()
             signature = (info.st_ino, info.st_mtime_ns, info.st_size)
@@ -160,6 +168,10 @@ class Index:
                 state = st.load(self.state_path)
             except st.DamagedIndex as exc:
                 return None, str(exc)
+            except FileNotFoundError:
+                if strict:
+                    raise
+                return None, "missing manifest base"
             if state is not None:
                 self._loaded = (signature, state)
         return state, self._check(state)
@@ -202,11 +214,13 @@ class Index:
 
     def _snapshot_once(self, need_vectors, inline_limit, deadline, status) -> Snapshot:
         status["stage"] = "reading"
-        state, problem = self._load()
+        state, problem = self._load(strict=getattr(self, "_strict", True))
         embed = need_vectors
+        scanned = None
         if problem is None:
             assert state is not None  # no problem means there is a state
-            changes, _ = st.scan(self.root, state)
+            changes, stats = st.scan(self.root, state)
+            scanned = (state, changes, stats)
             if inline_limit is not None and embed:
                 embed = self._embed_estimate(state, changes) <= inline_limit
             # A progressive reader leaves the model check to its vector thread, so that a
@@ -231,7 +245,7 @@ class Index:
                 return self._snap(state, stale=True).open(vector_file=need_vectors)
         try:
             status["stage"] = "updating"
-            report = self._update_locked(embed)
+            report = self._update_locked(embed, scanned=scanned)
             snap = self._snap(report.state, updated=len(report.indexed) + len(report.removed))
             snap._matrix = report.matrix
             return snap.open(vector_file=need_vectors)
@@ -283,14 +297,24 @@ class Index:
         with self.lock():
             return self._update_locked(need_vectors, full=full)
 
-    def _update_locked(self, need_vectors: bool, full: bool = False) -> UpdateReport:
+    def _update_locked(
+        self, need_vectors: bool, full: bool = False, scanned: tuple | None = None
+    ) -> UpdateReport:
+        """Update under the lock; scanned = (state, changes, stats) of a scan made just before.
+
+        The scan is reused when no other writer committed since (the same state object):
+        a stat walk of a large wiki is the largest part of a small update.
+        """
         state, problem = self._load()
         if problem and problem != "no index yet":
             self.notify(f"index damaged ({problem}); rebuilding it")
         if full or problem:
             return self._build(state, need_vectors)
         assert state is not None  # no problem means there is a state
-        changes, stats = st.scan(self.root, state)
+        if scanned is not None and scanned[0] is state:
+            changes, stats = scanned[1], scanned[2]
+        else:
+            changes, stats = st.scan(self.root, state)
         vectors_wanted = need_vectors and self._vectors_wanted(state)
         if not (changes.changed or changes.deleted or vectors_wanted):
             if changes.touched:  # same bytes, new stat: remember it, nothing to re-index
@@ -329,10 +353,12 @@ class Index:
             shutil.rmtree(target)
         whoosh_gen = bm25.create(target, items)
         new = st.State(generation=gen, bm25_dir=bm25_dir, whoosh_generation=whoosh_gen, files=files)
-        new.rows = [row_of(i, projects.get(i.path, ())) for i in items]
-        self._write_vectors(old, new, list(range(len(items))), need_vectors, report, items)
-        st.save(self.state_path, new)
-        self._cleanup(new)
+        rows = [row_of(i, projects.get(i.path, ())) for i in items]
+        plan = segments.Plan(rows, True, list(range(len(rows))))
+        segments.apply_layout(new, None, plan)
+        self._write_vectors(old, new, plan, need_vectors, report, items)
+        st.save(self.state_path, new, compact=True)
+        segments.cleanup(self.directory, new, old)
         report.state = new
         return report
 
@@ -351,11 +377,18 @@ class Index:
         gen = old.generation + 1
         new = st.State(generation=gen, bm25_dir=old.bm25_dir, files=files)
         keep = [i for i, r in enumerate(old.rows) if r.path not in gone]
-        new.rows = [old.rows[i] for i in keep] + [
-            row_of(i, projects.get(i.path, ())) for i in items
-        ]
-        added_rows = list(range(len(keep), len(new.rows)))
-        self._write_vectors(old, new, added_rows, need_vectors, report, items, keep=keep)
+        added = [row_of(i, projects.get(i.path, ())) for i in items]
+        emb = self.embedder() if need_vectors else None
+        key = self._model_key(emb) if emb is not None else old.embedder
+        plan = segments.plan_update(
+            old,
+            keep,
+            added,
+            emb is not None,
+            key is None or segments.reusable(self.directory, old, key),
+        )
+        segments.apply_layout(new, old, plan)
+        self._write_vectors(old, new, plan, need_vectors, report, items)
         if gone or items:
             deleted = old.bm25_deleted + len(old.rows) - len(keep)
             optimize = bm25.should_optimize(len(new.rows), deleted)
@@ -366,29 +399,19 @@ class Index:
         else:
             new.whoosh_generation = old.whoosh_generation
             new.bm25_deleted = old.bm25_deleted
-        st.save(self.state_path, new)
-        self._cleanup(new)
+        st.save(self.state_path, new, compact=plan.compact)
+        segments.cleanup(self.directory, new, old)
         report.state = new
         return report
 
-    def _write_vectors(self, old, new, added_rows, need_vectors, report, items, keep=None):
-        """Fill new.vectors_file: kept rows from the old matrix, others from cache or embedder."""
+    def _write_vectors(self, old, new, plan, need_vectors, report, items):
+        """Write the vectors of plan: kept rows from the old segments, others from cache or embedder."""
         emb = self.embedder() if need_vectors else None
         key = self._model_key(emb) if emb is not None else (old.embedder if old else None)
         if key is None:
             return  # no embedder and no vectors before: BM25 only
-        from .vectors import fill_matrix  # numpy: not on the BM25-only path
+        from .vectors import write_vectors  # numpy: not on the BM25-only path
 
-        report.embedded, report.matrix = fill_matrix(
-            self.directory, self.root, old, new, added_rows, items, emb, key, keep, self.notify
+        report.embedded, report.matrix = write_vectors(
+            self.directory, self.root, old, new, plan, items, emb, key, self.notify
         )
-
-    def _cleanup(self, state: st.State) -> None:
-        """Remove vector files and Whoosh directories older than the previous generation."""
-        keep_vectors = {state.vectors_file, f"vectors-{state.generation - 1}.npy"}
-        for path in self.directory.glob("vectors-*.npy"):
-            if path.name not in keep_vectors:
-                path.unlink(missing_ok=True)
-        for path in self.directory.glob("bm25-*"):
-            if path.name != state.bm25_dir and path.is_dir():
-                shutil.rmtree(path, ignore_errors=True)

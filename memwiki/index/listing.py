@@ -22,13 +22,17 @@ Fields = tuple[str, str, list[str], str | None]  # name, description, tags, upda
 class ListingCache:
     """The manifest's listing metadata, loaded once per state.pkl version."""
 
-    def __init__(self, index_dir: Path):
+    def __init__(self, index_dir: Path, frozen: bool = False):
+        """frozen: load the manifest once (one command's run) instead of checking it per call."""
         self.path = index_dir / "state.pkl"
+        self.frozen = frozen
         self._key: tuple[int, int] | None = None
         self._files: dict[str, manifest.FileEntry] = {}
 
     def files(self) -> dict[str, manifest.FileEntry]:
         """rel -> manifest entry, for entries that can stand in for the file ({} if none)."""
+        if self.frozen and self._key is not None:
+            return self._files
         try:
             info = self.path.stat()
         except OSError:

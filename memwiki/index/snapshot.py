@@ -51,9 +51,14 @@ class Snapshot:
             and self._matrix is None
             and not self._vectors_fh
         ):
+            files = []
             try:
-                self._vectors_fh = open(self.directory / self.state.vectors_file, "rb")  # noqa: SIM115
+                for name, _ in self.state.segments:  # every vector segment
+                    files.append(open(self.directory / name, "rb"))  # noqa: SIM115
+                self._vectors_fh = files
             except FileNotFoundError:
+                for fh in files:
+                    fh.close()
                 if self.strict:
                     raise
         if bm25_files and self._searcher is None and self.state.rows:
@@ -75,10 +80,9 @@ class Snapshot:
     def matrix(self):
         """The item vector matrix (memory-mapped on first use), or None without vectors."""
         if self._matrix is None and self.state.vectors_file:
-            from .vectors import load_matrix
+            from .vectors import open_matrix
 
-            source = self._vectors_fh or (self.directory / self.state.vectors_file)
-            self._matrix = load_matrix(source, len(self.state.rows), self.state.embedder["dim"])
+            self._matrix = open_matrix(self.directory, self.state, self._vectors_fh)
         return self._matrix
 
     def close(self) -> None:
@@ -86,6 +90,6 @@ class Snapshot:
         if self._searcher is not None:
             self._searcher.close()
             self._searcher = None
-        if self._vectors_fh is not None:
-            self._vectors_fh.close()
-            self._vectors_fh = None
+        for fh in self._vectors_fh or ():
+            fh.close()
+        self._vectors_fh = None

@@ -1,14 +1,18 @@
-"""Item vectors: the float32 matrix beside the index, and the embedding cache keyed by text sha256."""
+"""Item vectors: memory-mapped float32 segments beside the index, written as an update needs."""
 
 from __future__ import annotations
 
-import json
+import contextlib
 from pathlib import Path
 
 import numpy as np
 
-CACHE_LIMIT = 50_000  # vectors kept for texts no longer in the wiki
-MAX_CHUNKS = 32
+from .embedding_cache import EmbeddingCache
+
+# Rows multiplied at a time by a search (24 MB at 384 dims). After each block the pages
+# are given back (madvise DONTNEED): the file stays in the OS page cache, but a 50k-file
+# wiki's 380 MB matrix no longer counts whole in the process's resident memory.
+CHUNK_ROWS = 16_384
 
 
 def load_matrix(source, rows: int, dim: int) -> np.ndarray:
@@ -44,90 +48,6 @@ def save_matrix(path: Path, matrix: np.ndarray) -> None:
         np.save(fh, np.ascontiguousarray(matrix, dtype=np.float32), allow_pickle=False)
 
 
-class EmbeddingCache:
-    """sha256 of an item's text -> its vector, for one {provider, model, dim}.
-
-    The current matrix already holds the vectors of every item in the wiki; this
-    cache keeps the ones that left it (an edit, a branch switch, a deleted file), so
-    that text coming back is never embedded twice. It is a folder of small chunk
-    files: an update appends one, and nothing is read unless a lookup misses.
-    """
-
-    def __init__(self, directory: Path, model_key: dict):
-        self.directory = directory
-        self.model_key = model_key
-        self._loaded: dict[str, np.ndarray] | None = None
-
-    def _chunks(self) -> list[Path]:
-        return sorted(self.directory.glob("chunk-*.npz"))
-
-    def _valid(self) -> bool:
-        try:
-            return json.loads((self.directory / "model.json").read_text()) == self.model_key
-        except (OSError, ValueError):
-            return False
-
-    def _load(self) -> dict[str, np.ndarray]:
-        if self._loaded is None:
-            self._loaded = {}
-            if self._valid():
-                for chunk in self._chunks():
-                    try:
-                        with np.load(chunk, allow_pickle=False) as data:
-                            for key, vec in zip(data["keys"], data["vecs"], strict=True):
-                                self._loaded[str(key)] = vec
-                    except Exception:  # a damaged chunk is only lost cache
-                        continue
-        return self._loaded
-
-    def lookup(self, shas: list[str]) -> dict[str, np.ndarray]:
-        """The cached vectors among shas."""
-        if not shas:
-            return {}
-        vectors = self._load()
-        return {s: vectors[s] for s in shas if s in vectors}
-
-    def add(self, shas: list[str], vecs: np.ndarray) -> None:
-        """Remember vectors in a new chunk file; compacts when chunks pile up."""
-        if not shas:
-            return
-        from ..fsutil import atomic_write_bytes, atomic_write_text
-
-        self.directory.mkdir(parents=True, exist_ok=True)
-        if not self._valid():
-            for chunk in self._chunks():
-                chunk.unlink(missing_ok=True)
-            atomic_write_text(self.directory / "model.json", json.dumps(self.model_key))
-        chunks = self._chunks()
-        seq = int(chunks[-1].stem.split("-")[1]) + 1 if chunks else 0
-        atomic_write_bytes(self.directory / f"chunk-{seq:08d}.npz", _npz(shas, vecs))
-        if self._loaded is not None:
-            self._loaded.update(zip(shas, vecs, strict=True))
-        if len(chunks) + 1 > MAX_CHUNKS:
-            self._compact()
-
-    def _compact(self) -> None:
-        from ..fsutil import atomic_write_bytes
-
-        self._loaded = None
-        vectors = self._load()
-        keys = list(vectors)[-CACHE_LIMIT:]
-        old = self._chunks()
-        seq = int(old[-1].stem.split("-")[1]) + 1
-        vecs = np.stack([vectors[k] for k in keys]) if keys else np.zeros((0, 1), np.float32)
-        atomic_write_bytes(self.directory / f"chunk-{seq:08d}.npz", _npz(keys, vecs))
-        for chunk in old:
-            chunk.unlink(missing_ok=True)
-
-
-def _npz(shas: list[str], vecs: np.ndarray) -> bytes:
-    import io
-
-    buf = io.BytesIO()
-    np.savez(buf, keys=np.array(shas), vecs=np.asarray(vecs, dtype=np.float32))
-    return buf.getvalue()
-
-
 def top_n(
     matrix: np.ndarray, query: np.ndarray, n: int, mask: np.ndarray | None = None
 ) -> list[tuple[int, float]]:
@@ -143,74 +63,206 @@ def top_n(
     return [(int(i), float(scores[i])) for i in idx if np.isfinite(scores[i])]
 
 
-def fill_matrix(
-    directory: Path,
-    root: Path,
-    old,
-    new,
-    added_rows,
-    items,
-    embedder,
-    key: dict,
-    keep=None,
-    notify=None,
-) -> tuple[int, np.ndarray]:
-    """Write new.vectors_file: kept rows copied, the rest from the old matrix, the cache or the embedder.
+class SegmentedMatrix:
+    """The live rows of several memory-mapped vector segments, as one read-only matrix.
 
-    Returns how many texts were embedded, and the matrix (so a reader need not load it
-    again). Rows left without a vector (no embedder in this process) are recorded in
-    new.unembedded and masked out of vector search.
+    `matrix @ query` scores every physical slot segment by segment and keeps the live
+    ones, in order: row n is state.rows[n]. Indexing gathers rows without concatenating
+    the segments.
     """
-    old_matrix = None
-    if old is not None and old.vectors_file and old.embedder == key:
-        try:
-            old_matrix = load_matrix(directory / old.vectors_file, len(old.rows), key["dim"])
-        except (OSError, ValueError):
-            old_matrix = None
-    matrix = np.zeros((len(new.rows), key["dim"]), dtype=np.float32)
-    if keep is not None and old_matrix is not None:
-        # Kept rows are copied in one numpy operation: this runs on every edit.
-        matrix[: len(keep)] = old_matrix[np.asarray(keep, dtype=np.int64)]
-        todo = set(added_rows) | {n for n, o in enumerate(keep) if o in old.unembedded}
-    else:
-        todo = set(range(len(new.rows)))
+
+    def __init__(self, parts: list[np.ndarray], live: np.ndarray | None):
+        self.parts = parts
+        self.live = live
+        self.offsets = np.cumsum([0] + [p.shape[0] for p in parts])
+        rows = int(self.offsets[-1]) if live is None else len(live)
+        self.shape = (rows, parts[0].shape[1] if parts else 0)
+        self.dtype = np.dtype(np.float32)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __matmul__(self, query: np.ndarray) -> np.ndarray:
+        scores = np.concatenate([_product(p, query) for p in self.parts])
+        return scores if self.live is None else scores[self.live]
+
+    def physical(self, slots: np.ndarray) -> np.ndarray:
+        """The vectors of physical slots (an int array), in that order."""
+        out = np.zeros((len(slots), self.shape[1]), dtype=np.float32)
+        for n, part in enumerate(self.parts):
+            lo, hi = self.offsets[n], self.offsets[n + 1]
+            inside = (slots >= lo) & (slots < hi)
+            if inside.any():
+                out[inside] = part[slots[inside] - lo]
+        return out
+
+    def __getitem__(self, index):
+        idx = np.arange(self.shape[0])[index]
+        slots = idx if self.live is None else self.live[idx]
+        rows = self.physical(np.atleast_1d(slots).astype(np.int64))
+        return rows[0] if np.ndim(slots) == 0 else rows
+
+    def __array__(self, dtype=None, copy=None):
+        whole = self[:]
+        return whole if dtype is None else whole.astype(dtype)
+
+
+def _product(part: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """part @ query block by block, each block's mapped pages released after use."""
+    if part.shape[0] <= CHUNK_ROWS:
+        return part @ query
+    out = np.empty(part.shape[0], dtype=np.result_type(part, query))
+    for lo in range(0, part.shape[0], CHUNK_ROWS):
+        hi = min(lo + CHUNK_ROWS, part.shape[0])
+        out[lo:hi] = part[lo:hi] @ query
+        _release(part, lo, hi)
+    return out
+
+
+def _release(part: np.ndarray, lo: int, hi: int) -> None:
+    """Drop rows lo:hi of a read-only mapped matrix from this process's resident pages."""
+    import mmap
+
+    memmap = part.base
+    mm = getattr(memmap, "_mmap", None)
+    if mm is None or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    row = part.shape[1] * part.itemsize
+    first = memmap.offset % mmap.ALLOCATIONGRANULARITY  # where the data starts in the map
+    page = mmap.PAGESIZE
+    start = -(-(first + lo * row) // page) * page
+    end = (first + hi * row) // page * page
+    if end > start:
+        with contextlib.suppress(OSError, ValueError):  # only a memory saving
+            mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+
+
+def open_matrix(directory: Path, state, sources=None):
+    """The vectors of state.rows: one mapped array, or a SegmentedMatrix over the segments.
+
+    sources: the segment files already open (Snapshot.open), else they are opened here.
+    ValueError when a segment has the wrong shape.
+    """
+    dim = state.embedder["dim"]
+    sources = sources or [directory / name for name, _ in state.segments]
+    parts = [
+        load_matrix(src, rows, dim) for src, (_, rows) in zip(sources, state.segments, strict=True)
+    ]
+    if sum(rows for _, rows in state.segments) != state.physical_rows:
+        raise ValueError("vector segments do not cover the manifest's rows")
+    if len(parts) == 1 and not state.dead and len(parts[0]) <= CHUNK_ROWS:
+        return parts[0]
+    live = None
+    if state.dead:
+        keep = np.ones(state.physical_rows, dtype=bool)
+        keep[np.fromiter(state.dead, dtype=np.int64, count=len(state.dead))] = False
+        live = np.flatnonzero(keep)
+    return SegmentedMatrix(parts, live)
+
+
+def _old_matrix(directory: Path, old, key: dict):
+    if old is None or not old.segments or old.embedder != key:
+        return None
+    try:
+        matrix = open_matrix(directory, old)
+    except (OSError, ValueError):
+        return None
+    return matrix if isinstance(matrix, SegmentedMatrix) else SegmentedMatrix([matrix], None)
+
+
+def write_vectors(
+    directory: Path, root: Path, old, new, plan, items, embedder, key: dict, notify=None
+) -> tuple[int, object]:
+    """Write the vectors of plan: a new segment of the written rows, or one compacted file.
+
+    Vectors come from the old segments (kept or moved text), the embedding cache, or the
+    embedder. Returns how many texts were embedded, and the new matrix (so a reader need
+    not open it again). Rows left without a vector (no embedder in this process) are
+    recorded in new.unembedded and masked out of vector search.
+    """
+    from .segments import MAX_SEGMENTS
+
+    old_matrix = _old_matrix(directory, old, key)
+    if old_matrix is None and not plan.compact:
+        raise ValueError("an appended segment needs the old vectors")
+    dim = key["dim"]
+    write = plan.write
+    block = np.zeros((len(write), dim), dtype=np.float32)
+    old_slots = np.asarray(_slots(old), dtype=np.int64) if old_matrix is not None else None
+    copied = [(n, plan.source[r]) for n, r in enumerate(write) if r in plan.source]
+    if copied and old_matrix is not None:
+        # Kept rows are copied in one numpy operation (a compaction runs on every row).
+        at = np.asarray([n for n, _ in copied], dtype=np.int64)
+        block[at] = old_matrix.physical(old_slots[[o for _, o in copied]])
+    todo = [n for n, r in enumerate(write) if r not in plan.source or old_matrix is None]
     known: dict[str, np.ndarray] = {}
     if old_matrix is not None and todo:
         # Text that moved (a rename, another track) keeps its vector.
-        wanted = {new.rows[i].sha for i in todo}
-        for i, r in enumerate(old.rows):
-            if r.sha in wanted and i not in old.unembedded:
-                known.setdefault(r.sha, old_matrix[i])
+        wanted = {plan.rows[write[n]].sha for n in todo}
+        found = [i for i, r in enumerate(old.rows) if r.sha in wanted and i not in old.unembedded]
+        for i, vec in zip(found, old_matrix.physical(old_slots[found]), strict=True):
+            known.setdefault(old.rows[i].sha, vec)
     cache = EmbeddingCache(directory / "cache", key)
-    want = [i for i in sorted(todo) if new.rows[i].sha not in known]
-    known.update(cache.lookup([new.rows[i].sha for i in want]))
+    want = [plan.rows[write[n]].sha for n in todo]
+    known.update(cache.lookup([s for s in want if s not in known]))
     texts: dict[str, str] = {}
     if embedder is not None:
         by_sha = {it.sha: it.embed_text for it in items}
-        for i in sorted(todo):
-            sha = new.rows[i].sha
-            if sha not in known and sha not in texts:
-                texts[sha] = by_sha.get(sha) or embed_text_of(root, new.rows[i])
+        for n in todo:
+            row = plan.rows[write[n]]
+            if row.sha not in known and row.sha not in texts:
+                texts[row.sha] = by_sha.get(row.sha) or embed_text_of(root, row)
         if texts:
             fresh = embed_with_progress(embedder, list(texts.values()), notify)
             known.update(zip(texts, fresh, strict=True))
-            cache.add(list(texts), fresh)
-    missing: set[int] = set()
-    for i in sorted(todo):
-        vec = known.get(new.rows[i].sha)
+    missing = set(plan.unembedded)
+    for n in todo:
+        vec = known.get(plan.rows[write[n]].sha)
         if vec is None:
-            missing.add(i)
+            missing.add(write[n])
         else:
-            matrix[i] = vec
-    if old_matrix is not None and keep is not None:
-        kept = set(keep)
-        left = [i for i in range(len(old.rows)) if i not in kept and i not in old.unembedded]
-        cache.add([old.rows[i].sha for i in left], old_matrix[left] if left else matrix[:0])
+            block[n] = vec
+    if old_matrix is not None:
+        _cache_departed(cache, old, plan, old_matrix, old_slots)
     new.embedder = key
     new.unembedded = missing
-    new.vectors_file = f"vectors-{new.generation}.npy"
-    save_matrix(directory / new.vectors_file, matrix)
-    return len(texts), matrix
+    name = f"vectors-{new.generation}.npy"
+    if plan.compact:
+        save_matrix(directory / name, block)
+        new.segments = [(name, len(plan.rows))]
+    else:
+        new.segments = list(old.segments)
+        if len(new.segments) > MAX_SEGMENTS:  # merge the appended segments into one
+            tail = [directory / f for f, _ in new.segments[1:]]
+            parts = [
+                load_matrix(p, rows, dim)
+                for p, (_, rows) in zip(tail, new.segments[1:], strict=True)
+            ]
+            block = np.concatenate([*parts, block])
+            new.segments = new.segments[:1]
+        if len(block):
+            save_matrix(directory / name, block)
+            new.segments.append((name, len(block)))
+    return len(texts), block if plan.compact else open_matrix(directory, new)
+
+
+def _slots(state) -> list[int]:
+    from .segments import live_slots
+
+    return live_slots(state)
+
+
+def _cache_departed(cache, old, plan, old_matrix, old_slots) -> None:
+    """Vectors of rows that left the index go to the cache: their text may come back."""
+    stayed = set(plan.source.values())
+    moved = {r.sha for r in plan.rows}
+    left = [
+        i
+        for i in range(len(old.rows))
+        if i not in stayed and i not in old.unembedded and old.rows[i].sha not in moved
+    ]
+    if left:
+        cache.add([old.rows[i].sha for i in left], old_matrix.physical(old_slots[left]))
 
 
 def embed_text_of(root: Path, row) -> str:

@@ -1,0 +1,111 @@
+"""The embedding cache: vectors of texts that left the index, keyed by the text's sha256."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+CACHE_LIMIT = 50_000  # vectors kept for texts no longer in the wiki
+MAX_CHUNKS = 32
+
+
+class EmbeddingCache:
+    """sha256 of an item's text -> its vector, for one {provider, model, dim}.
+
+    The vector segments already hold the vectors of every item in the wiki; this cache
+    keeps the ones that left it (an edit, a branch switch, a deleted file), and the
+    background build's work in progress, so that text coming back is never embedded
+    twice. It is a folder of chunk pairs: `chunk-N.keys.npy` (the shas) and
+    `chunk-N.vecs.npy` (their vectors, same order). An update appends one pair; a lookup
+    reads only the keys and maps the vectors it needs, so its cost does not grow with
+    the vectors' size.
+    """
+
+    def __init__(self, directory: Path, model_key: dict):
+        self.directory = directory
+        self.model_key = model_key
+
+    def _chunks(self) -> list[Path]:
+        """The keys files of complete chunks (the vectors are written first)."""
+        return sorted(self.directory.glob("chunk-*.keys.npy"))
+
+    def _valid(self) -> bool:
+        try:
+            return json.loads((self.directory / "model.json").read_text()) == self.model_key
+        except (OSError, ValueError):
+            return False
+
+    def lookup(self, shas: list[str]) -> dict[str, np.ndarray]:
+        """The cached vectors among shas."""
+        if not shas or not self._valid():
+            return {}
+        wanted = np.array(sorted(set(shas)), dtype="S64")
+        found: dict[str, np.ndarray] = {}
+        for keys_file in reversed(self._chunks()):
+            try:
+                keys = np.load(keys_file, allow_pickle=False)
+                hits = np.flatnonzero(np.isin(keys, wanted))
+                if len(hits):
+                    vecs = np.load(_vecs_of(keys_file), mmap_mode="r", allow_pickle=False)
+                    for i in hits:
+                        found.setdefault(keys[i].decode(), np.array(vecs[i], dtype=np.float32))
+            except Exception:  # a damaged chunk is only lost cache
+                continue
+            if len(found) == len(wanted):
+                break
+        return found
+
+    def add(self, shas: list[str], vecs: np.ndarray) -> None:
+        """Remember vectors in a new chunk; compacts when chunks pile up."""
+        if not shas:
+            return
+        from ..fsutil import atomic_write_text
+
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if not self._valid():
+            for stale in self.directory.glob("chunk-*"):
+                stale.unlink(missing_ok=True)
+            atomic_write_text(self.directory / "model.json", json.dumps(self.model_key))
+        for legacy in self.directory.glob("chunk-*.npz"):  # the format before keys files
+            legacy.unlink(missing_ok=True)
+        chunks = self._chunks()
+        self._write(_seq(chunks[-1]) + 1 if chunks else 0, shas, vecs)
+        if len(chunks) + 1 > MAX_CHUNKS:
+            self._compact()
+
+    def _write(self, seq: int, shas: list[str], vecs) -> None:
+        from ..fsutil import atomic_write
+
+        keys_file = self.directory / f"chunk-{seq:08d}.keys.npy"
+        with atomic_write(_vecs_of(keys_file)) as fh:
+            np.save(fh, np.ascontiguousarray(vecs, dtype=np.float32), allow_pickle=False)
+        with atomic_write(keys_file) as fh:  # last: a keys file means a complete chunk
+            np.save(fh, np.array(shas, dtype="S64"), allow_pickle=False)
+
+    def _compact(self) -> None:
+        vectors: dict[bytes, np.ndarray] = {}
+        old = self._chunks()
+        for keys_file in old:
+            try:
+                keys = np.load(keys_file, allow_pickle=False)
+                vecs = np.load(_vecs_of(keys_file), allow_pickle=False)
+            except Exception:  # a damaged chunk is only lost cache
+                continue
+            vectors.update(zip(keys.tolist(), vecs, strict=True))
+        keys = list(vectors)[-CACHE_LIMIT:]
+        if keys:
+            vecs = np.stack([vectors[k] for k in keys])
+            self._write(_seq(old[-1]) + 1, [k.decode() for k in keys], vecs)
+        for keys_file in old:
+            keys_file.unlink(missing_ok=True)
+            _vecs_of(keys_file).unlink(missing_ok=True)
+
+
+def _vecs_of(keys_file: Path) -> Path:
+    return keys_file.with_name(keys_file.name.replace(".keys.npy", ".vecs.npy"))
+
+
+def _seq(keys_file: Path) -> int:
+    return int(keys_file.name.split("-")[1].split(".")[0])
