@@ -144,3 +144,15 @@ def test_blocks_come_from_the_index_key() -> None:
     assert blocks_of(key) == (384, 384)
     assert blocks_of({"provider": "onnx", "model": "all-MiniLM-L6-v2-int8", "dim": 384}) is None
     assert blocks_of(None) is None
+
+
+def test_vector_scores_on_a_segmented_matrix() -> None:
+    from memwiki.index.vectors import SegmentedMatrix
+
+    rng = np.random.default_rng(3)
+    whole = rng.normal(size=(9, 8)).astype(np.float32)
+    q = rng.normal(size=8).astype(np.float32)
+    live = np.array([0, 2, 3, 5, 6, 8])
+    seg = SegmentedMatrix([whole[:4], whole[4:]], live)
+    got = vector_scores(seg, q, (4, 4))
+    assert np.allclose(got, vector_scores(whole[live], q, (4, 4)), atol=1e-5)

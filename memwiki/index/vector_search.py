@@ -34,7 +34,11 @@ def vector_scores(matrix, qvec, blocks: tuple[int, ...] | None = None, valid=Non
     for width in blocks:
         # Rows and query were scaled by 1/sqrt(len(blocks)): a block's product times
         # len(blocks) is that model's cosine.
-        cos = (matrix[:, start : start + width] @ qvec[start : start + width]).astype(np.float64)
+        # The query with every other model's part zeroed: matrix @ it is this model's
+        # product, and works for the segmented matrix too (it supports only `@`).
+        part = np.zeros_like(qvec, dtype=np.float32)
+        part[start : start + width] = qvec[start : start + width]
+        cos = np.asarray(matrix @ part, dtype=np.float64)
         cos *= len(blocks)
         start += width
         mean, spread = float(cos[rows].mean()), float(cos[rows].std()) + 1e-9
