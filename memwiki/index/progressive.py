@@ -122,9 +122,9 @@ class VectorJob:
             if embedder is None:
                 self.reason = f"BM25 only: {self.index.embedder_note}"
                 return
-            import numpy as np
+            from ..embed import embed_query
 
-            self.qvec = np.asarray(embedder.embed([self.query]), dtype=np.float32)[0]
+            self.qvec = embed_query(embedder, [self.query])[0]
             self.embedder = embedder
         except Exception as exc:  # the BM25 answer stands; say why vectors are missing
             self.reason = f"BM25 only: vectors failed ({type(exc).__name__})"

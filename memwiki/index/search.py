@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import bm25
+from . import bm25, vector_search
 from .indexer import Index, Snapshot, print_to_stderr
 
 MODES = ("hybrid", "bm25", "vector")
@@ -19,8 +19,11 @@ RRF_K = 60
 # vectors can see the match). Measured on LoCoMo dev and agentwiki (docs/retrieval.md).
 VECTOR_WEIGHT = 0.3
 VECTOR_WEIGHT_MAX = 1.5
+# The ensemble embedder's vectors are much better on their own (vectors alone: agentwiki
+# 0.967 vs 0.883 R@5-any, LoCoMo dev 0.870 vs 0.786), so a query BM25 cannot cover
+# trusts them more; chosen by leave-half-out (tests/bench/lab_halves.py).
+ENSEMBLE_WEIGHT_MAX = 3.0
 WEIGHT_POWER = 2.0
-MIN_COSINE = 0.15  # below this a vector-only hit is noise, not a match
 SECTIONS_PER_FILE = 3
 CHARS_PER_TOKEN = 4
 # Project scope: another project's item keeps this share of its fused score unless the
@@ -154,46 +157,30 @@ def score_fusion(bm25_hits, vector_hits, weight: float = VECTOR_WEIGHT) -> dict:
     return fused
 
 
-def adaptive_weight(coverage: float) -> float:
+def adaptive_weight(coverage: float, most: float = VECTOR_WEIGHT_MAX) -> float:
     """The vector weight for a query whose best BM25 item covers `coverage` of its IDF mass."""
     missing = min(max(1.0 - coverage, 0.0), 1.0)
-    return VECTOR_WEIGHT + (VECTOR_WEIGHT_MAX - VECTOR_WEIGHT) * missing**WEIGHT_POWER
+    return VECTOR_WEIGHT + (most - VECTOR_WEIGHT) * missing**WEIGHT_POWER
 
 
 def fuse(
-    bm25_hits, vector_hits, coverage: float, fusion: str = "score", weight: float | None = None
+    bm25_hits,
+    vector_hits,
+    coverage: float,
+    fusion: str = "score",
+    weight: float | None = None,
+    most: float = VECTOR_WEIGHT_MAX,
 ) -> dict:
-    """The fused score of every candidate item: adaptive score fusion (default) or RRF."""
+    """The fused score of every candidate item: adaptive score fusion (default) or RRF.
+
+    most: the vector weight when BM25 covers none of the query (ENSEMBLE_WEIGHT_MAX for
+    the ensemble embedder's vectors).
+    """
     if fusion == "rrf":
         return rrf([[i for i, _ in hits] for hits in (bm25_hits, vector_hits) if hits])
     return score_fusion(
-        bm25_hits, vector_hits, adaptive_weight(coverage) if weight is None else weight
+        bm25_hits, vector_hits, adaptive_weight(coverage, most) if weight is None else weight
     )
-
-
-def _vector_hits(snap: Snapshot, qvec, track: str | None, n: int) -> list[tuple[int, float]]:
-    """The items nearest to the query vector qvec (masked by track and missing vectors)."""
-    import numpy as np
-
-    from .vectors import top_n
-
-    matrix = snap.matrix()
-    if matrix is None or qvec is None:
-        return []
-    mask = None
-    if track or snap.state.unembedded:
-        mask = np.ones(len(snap.state.rows), dtype=bool)
-        if track:
-            mask &= np.array([r.track == track for r in snap.state.rows])
-        for i in snap.state.unembedded:
-            mask[i] = False
-    return [(i, s) for i, s in top_n(matrix, qvec, n, mask) if s >= MIN_COSINE]
-
-
-def _query_vector(embedder, query: str):
-    import numpy as np
-
-    return np.asarray(embedder.embed([query]), dtype=np.float32)[0]
 
 
 def retrieve(
@@ -283,7 +270,9 @@ def retrieve(
         used_mode, note = "bm25", "BM25 only: vectors would not be ready within the deadline"
     elif progressive and want_vectors:
         job = job or prog.VectorJob(index, query, deadline)
-        found = job.result(snap, lambda sn, qvec: _vector_hits(sn, qvec, track, candidates))
+        found = job.result(
+            snap, lambda sn, qvec: vector_search.vector_hits(sn, qvec, track, candidates)
+        )
         if found is None:  # not ready in time (or no vectors yet): the BM25 answer stands
             used_mode, note = "bm25", job.reason
         else:
@@ -291,8 +280,11 @@ def retrieve(
             if used_mode == "vector":
                 bm25_hits = []
     elif want_vectors and embedder is not None:
-        vector_hits = _vector_hits(snap, _query_vector(embedder, query), track, candidates)
-    fused = fuse(bm25_hits, vector_hits, coverage, fusion, vector_weight)
+        qvec = vector_search.query_vector(embedder, query)
+        vector_hits = vector_search.vector_hits(snap, qvec, track, candidates)
+    ensemble = (snap.state.embedder or {}).get("provider") == "ensemble"
+    most = ENSEMBLE_WEIGHT_MAX if ensemble else VECTOR_WEIGHT_MAX
+    fused = fuse(bm25_hits, vector_hits, coverage, fusion, vector_weight, most)
     fused, scope, person = scope_to_project(rows, fused, project, query)
     results = _rollup(snap, fused, k)
     _fill_sections(snap, results, fused, budget)

@@ -110,6 +110,10 @@ def vec_scores(q):
         return np.maximum(q["cos"], q[VEC[4:]])
     if VEC.startswith("mean:"):
         return (q["cos"] + q[VEC[5:]]) / 2
+    if VEC.startswith("z:"):  # two models, each standardised over the items, mapped back
+        a, b = q["cos"], q[VEC[2:]]
+        z = (a - a.mean()) / (a.std() + 1e-9) + (b - b.mean()) / (b.std() + 1e-9)
+        return a.mean() + a.std() * z / 2
     return q[VEC]
 
 

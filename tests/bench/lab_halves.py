@@ -17,6 +17,8 @@ import lab  # noqa: E402
 
 
 def main() -> None:
+    # argv[1]: the vector scores to use (lab.py's VEC: cos, or z:cos:MODEL for the ensemble)
+    lab.VEC = sys.argv[1] if len(sys.argv) > 1 else "cos"
     sets = pickle.loads((lab.LAB / "cands.pkl").read_bytes())
     aw = sets["agentwiki"][0]
     pos = {id(q): n for n, q in enumerate(aw["queries"])}
@@ -44,9 +46,9 @@ def main() -> None:
             f"LoCoMo dev {loco[best][0]:.3f}/{loco[best][1]:.3f}  "
             f"tuning half {t[0]:.3f}/{t[1]:.3f}  held-out half {h[0]:.3f}/{h[1]:.3f}"
         )
-        fixed = lab.adaptive(0.3, 1.5, 1, 2.0)
-        h2 = lab.metrics([aw], fixed, held)
-        print(f"   shipped (0.3, 1.5, 2) on that held-out half: {h2[0]:.3f}/{h2[1]:.3f}")
+        for shipped in ((0.3, 1.5, 2.0), (0.3, 3.0, 2.0)):
+            h2 = lab.metrics([aw], lab.adaptive(shipped[0], shipped[1], 1, shipped[2]), held)
+            print(f"   {shipped} on that held-out half: {h2[0]:.3f}/{h2[1]:.3f}")
 
 
 if __name__ == "__main__":
