@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,21 +83,26 @@ def list_page(
     skipped: list[Problem] = []
     # The relative path completes the key: two files with one stem in nested folders
     # of a track (a lint error, but it happens) must not hide each other across pages.
-    keyed = sorted(((t, p.stem, str(p.relative_to(root))), p) for t, p in paths)
+    prefix = f"{root}{os.sep}"  # paths are root/...: cheaper than Path.relative_to per file
+    keyed = sorted(((t, p.stem, str(p).removeprefix(prefix)), p) for t, p in paths)
     next_cursor = None
     last: tuple[str, str, str] | None = None
-    for key, path in keyed:
-        if after is not None and key <= after:
-            continue
-        if len(items) == limit and last is not None:
-            next_cursor = _encode_cursor(*last)
-            break
-        rel = key[2]
-        # From the index manifest when it still describes the file, else parsed.
-        fields, problems = listing.describe(key[0], rel, path)
-        if fields is None:
-            skipped.extend(problems)
-            continue
-        items.append(Entry(key[0], *fields, path=rel))
-        last = key
+    listing.pin()  # one manifest check for the page, not one per file
+    try:
+        for key, path in keyed:
+            if after is not None and key <= after:
+                continue
+            if len(items) == limit and last is not None:
+                next_cursor = _encode_cursor(*last)
+                break
+            rel = key[2]
+            # From the index manifest when it still describes the file, else parsed.
+            fields, problems = listing.describe(key[0], rel, path)
+            if fields is None:
+                skipped.extend(problems)
+                continue
+            items.append(Entry(key[0], *fields, path=rel))
+            last = key
+    finally:
+        listing.unpin()
     return Page(items, next_cursor, skipped)

@@ -26,12 +26,13 @@ class ListingCache:
         """frozen: load the manifest once (one command's run) instead of checking it per call."""
         self.path = index_dir / "state.pkl"
         self.frozen = frozen
+        self._pinned = False
         self._key: tuple[int, int] | None = None
         self._files: dict[str, manifest.FileEntry] = {}
 
     def files(self) -> dict[str, manifest.FileEntry]:
         """rel -> manifest entry, for entries that can stand in for the file ({} if none)."""
-        if self.frozen and self._key is not None:
+        if (self.frozen or self._pinned) and self._key is not None:
             return self._files
         try:
             info = self.path.stat()
@@ -54,6 +55,16 @@ class ListingCache:
             }
         self._key, self._files = key, files
         return files
+
+    def pin(self) -> None:
+        """Check the manifest once now and not again until unpin (one listing page)."""
+        self._pinned = False
+        self.files()
+        self._pinned = True
+
+    def unpin(self) -> None:
+        """Check the manifest on every call again (a long-lived Wiki sees later updates)."""
+        self._pinned = False
 
     def meta(self, rel: str, path: Path) -> Meta | None:
         """The listing metadata of one file when the manifest still describes it."""

@@ -125,7 +125,7 @@ def _release(part: np.ndarray, lo: int, hi: int) -> None:
 
     memmap = part.base
     mm = getattr(memmap, "_mmap", None)
-    if mm is None or not hasattr(mmap, "MADV_DONTNEED"):
+    if not isinstance(memmap, np.memmap) or mm is None or not hasattr(mmap, "MADV_DONTNEED"):
         return
     row = part.shape[1] * part.itemsize
     first = memmap.offset % mmap.ALLOCATIONGRANULARITY  # where the data starts in the map
@@ -188,7 +188,7 @@ def write_vectors(
     dim = key["dim"]
     write = plan.write
     block = np.zeros((len(write), dim), dtype=np.float32)
-    old_slots = np.asarray(_slots(old), dtype=np.int64) if old_matrix is not None else None
+    old_slots = np.asarray(_slots(old) if old_matrix is not None else [], dtype=np.int64)
     copied = [(n, plan.source[r]) for n, r in enumerate(write) if r in plan.source]
     if copied and old_matrix is not None:
         # Kept rows are copied in one numpy operation (a compaction runs on every row).

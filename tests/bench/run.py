@@ -8,6 +8,7 @@ modules called from main() the way latency is.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -90,7 +91,13 @@ def main() -> None:
     ap.add_argument("--skip-quality", action="store_true")
     ap.add_argument("--skip-latency", action="store_true")
     ap.add_argument("--skip-scale", action="store_true", help="skip the 2k/10k/50k-file table")
+    ap.add_argument(
+        "--embed",
+        help="embedder for the quality sets (the `embed` setting, e.g. ensemble; default: config)",
+    )
     args = ap.parse_args()
+    if args.embed:  # the bench is an entry point: its settings reach config.load this way
+        os.environ["MEMWIKI_EMBED"] = args.embed
     started = time.time()
     if not args.skip_quality:
         print_table(quality_rows(args))

@@ -272,7 +272,7 @@ def print_targets(rows: list[dict]) -> None:
         print(f"target cold bm25 at 2k, real model <= 0.4 x ref: {b:.2f} {verdict(b <= 0.4)}")
 
 
-def main(sizes=SIZES, runs: int = 3, real: bool = True, rebuild: bool = False) -> list[dict]:
+def main(sizes=SIZES, runs: int = 3, real: bool | str = True, rebuild: bool = False) -> list[dict]:
     """Run the scale benchmark and print its table."""
     import numpy as np
 
