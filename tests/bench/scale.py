@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -40,28 +41,55 @@ CACHE = Path.home() / ".cache" / "memwiki-bench"
 TIMEOUT_S = 3 * 3600  # the longest a build may take before the run gives up
 
 
+# Linux carries a process's peak RSS across exec (signal->maxrss), so a child forked from
+# this bench process (grown large by the quality sets under `make bench`) reports at least
+# the bench's own peak. A small fresh launcher forks the measured command instead: the
+# grandchild starts from the launcher's few MB, and the launcher reports its rusage.
+LAUNCHER = """
+import json, os, sys, time
+out, cmd = sys.argv[1], sys.argv[2:]
+started = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(cmd[0], cmd)
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+wall = time.perf_counter() - started
+with open(out, "w") as f:
+    json.dump([wall, usage.ru_maxrss, os.waitstatus_to_exitcode(status)], f)
+"""
+
+
 def run_measured(cmd: list[str], env: dict, timeout: float = TIMEOUT_S) -> tuple[float, int, str]:
-    """(wall seconds, peak RSS in MB, stderr) of one child process."""
-    started = time.perf_counter()
+    """(wall seconds, peak RSS in MB, stderr) of one child process, measured by a launcher."""
     # stderr to a file, not a pipe: a long build's progress lines must not fill a pipe
-    with tempfile.TemporaryFile() as err_file:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err_file)
-        killer = threading.Timer(timeout, proc.kill)
+    with tempfile.TemporaryFile() as err_file, tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "usage.json")
+        launcher = [sys.executable, "-S", "-c", LAUNCHER, report, *cmd]
+        proc = subprocess.Popen(
+            launcher, env=env, stdout=subprocess.DEVNULL, stderr=err_file, start_new_session=True
+        )
+        killer = threading.Timer(timeout, os.killpg, (proc.pid, signal.SIGKILL))
         killer.start()
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
+            proc.wait()
         except BaseException:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
             raise
         finally:
             killer.cancel()
-        wall = time.perf_counter() - started
         err_file.seek(0)
         err = err_file.read().decode("utf-8", "replace")
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd[3:])} exited {proc.returncode}: {err[-500:]}")
-    return wall, usage.ru_maxrss // 1024, err
+        try:
+            with open(report) as f:
+                wall, maxrss_kb, code = json.load(f)
+        except (OSError, ValueError):
+            wall, maxrss_kb, code = 0.0, 0, proc.returncode or -9
+    if code != 0:
+        raise RuntimeError(f"{' '.join(cmd[3:])} exited {code}: {err[-500:]}")
+    return wall, maxrss_kb // 1024, err
 
 
 def median_of(cmd: list[str], env: dict, runs: int) -> tuple[float, int]:
