@@ -71,6 +71,8 @@ def vector_hits(snap: Snapshot, qvec, track: str | None, n: int) -> list[tuple[i
     """The n items nearest to qvec, best first, masked by track and missing vectors."""
     import numpy as np
 
+    from .vectors import best_rows
+
     matrix = snap.matrix()
     if matrix is None or qvec is None or matrix.shape[0] == 0:
         return []
@@ -85,11 +87,4 @@ def vector_hits(snap: Snapshot, qvec, track: str | None, n: int) -> list[tuple[i
         mask = on_track if mask is None else mask & on_track
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
-    n = min(n, scores.shape[0])
-    idx = np.argpartition(-scores, n - 1)[:n]
-    idx = idx[np.argsort(-scores[idx], kind="stable")]
-    return [
-        (int(i), float(scores[i]))
-        for i in idx
-        if np.isfinite(scores[i]) and scores[i] >= MIN_COSINE
-    ]
+    return [(i, s) for i, s in best_rows(scores, n) if s >= MIN_COSINE]

@@ -48,16 +48,11 @@ def save_matrix(path: Path, matrix: np.ndarray) -> None:
         np.save(fh, np.ascontiguousarray(matrix, dtype=np.float32), allow_pickle=False)
 
 
-def top_n(
-    matrix: np.ndarray, query: np.ndarray, n: int, mask: np.ndarray | None = None
-) -> list[tuple[int, float]]:
-    """Rows with the highest cosine similarity to the (normalised) query: (row, score)."""
-    if matrix.shape[0] == 0:
-        return []
-    scores = matrix @ query.astype(np.float32)
-    if mask is not None:
-        scores = np.where(mask, scores, -np.inf)
+def best_rows(scores: np.ndarray, n: int) -> list[tuple[int, float]]:
+    """The n highest finite scores as (row, score), best first (ties keep row order)."""
     n = min(n, scores.shape[0])
+    if n <= 0:
+        return []
     idx = np.argpartition(-scores, n - 1)[:n]
     idx = idx[np.argsort(-scores[idx], kind="stable")]
     return [(int(i), float(scores[i])) for i in idx if np.isfinite(scores[i])]
