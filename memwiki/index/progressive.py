@@ -130,9 +130,9 @@ class VectorJob:
             if embedder is None:
                 self.reason = f"BM25 only: {self.index.embedder_note}"
                 return
-            from ..embed import embed_query
+            from .vector_search import query_vector
 
-            self.qvec = embed_query(embedder, [self.query])[0]
+            self.qvec = query_vector(embedder, self.query)
             self.embedder = embedder
         except Exception as exc:  # the BM25 answer stands; say why vectors are missing
             self.reason = f"BM25 only: vectors failed ({type(exc).__name__})"
