@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 
 from . import markdown
 from .errors import NotFound
+from .layout import CONFLICT_HEAD_BYTES as HEAD_BYTES
+from .layout import RACY_NS
 from .recallfile import COPY_RE, MAX_FILE_BYTES, Problem
-
-RACY_NS = 2_000_000_000  # as index/manifest.RACY_NS: a file this new may change unseen
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -122,7 +122,6 @@ def _aliases(text: str) -> list[str]:
 
 LINK_CACHE = "links.pkl"
 LINK_CACHE_VERSION = 2
-HEAD_BYTES = 16384  # as index/listing.HEAD_BYTES: where a `conflict_of:` key would be
 # aliases, raw links, and whether the file's head names a `conflict_of` key
 Scanned = tuple[tuple[str, ...], list[tuple[int, str, str, bool]], bool]
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import recallfile as rfmod
+from ..layout import CONFLICT_HEAD_BYTES as HEAD_BYTES
+from ..layout import RACY_NS
 from ..recallfile import Problem
 from . import manifest
 
 Meta = tuple[str, str, tuple[str, ...], str | None]
-HEAD_BYTES = 16384  # frontmatter sits at the top: enough to see a `conflict_of:` key
 Fields = tuple[str, str, list[str], str | None]  # name, description, tags, updated
 
 
@@ -47,7 +48,7 @@ class ListingCache:
             state = None
         files: dict[str, manifest.FileEntry] = {}
         if state is not None:
-            racy = state.written_ns - manifest.RACY_NS
+            racy = state.written_ns - RACY_NS
             files = {
                 rel: e
                 for rel, e in state.files.items()

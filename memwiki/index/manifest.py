@@ -22,12 +22,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..fsutil import file_sha256
+from ..layout import RACY_NS
 
 FORMAT = 11  # bump when chunking, analysis or layout changes: old indexes are rebuilt
 # (9: FileEntry.meta; 10: CJK analysis; 11: manifest base + delta, vector segments)
-# A file modified this close to the moment the manifest was written may change again
-# within the same mtime tick without changing size: hash it again next time.
-RACY_NS = 2_000_000_000
 
 
 class Row(NamedTuple):
