@@ -206,15 +206,14 @@ class Index:
                 self._loaded = None
                 time.sleep(0.02 * (attempt + 1))
         # Still missing: not a race but damage, which the search detects and repairs.
-        self._strict = False
-        try:
-            return self._snapshot_once(need_vectors, inline_limit, deadline, status)
-        finally:
-            self._strict = True
+        return self._snapshot_once(need_vectors, inline_limit, deadline, status, strict=False)
 
-    def _snapshot_once(self, need_vectors, inline_limit, deadline, status) -> Snapshot:
+    def _snapshot_once(
+        self, need_vectors, inline_limit, deadline, status, strict: bool = True
+    ) -> Snapshot:
+        """One attempt; strict: a vanished file raises FileNotFoundError (a race to retry)."""
         status["stage"] = "reading"
-        state, problem = self._load(strict=getattr(self, "_strict", True))
+        state, problem = self._load(strict=strict)
         embed = need_vectors
         scanned = None
         if problem is None:
@@ -227,7 +226,7 @@ class Index:
             # fresh index is read without loading the model first.
             check_model = inline_limit is None
             if not changes and not (embed and self._vectors_wanted(state, check_model)):
-                return self._snap(state).open(vector_file=need_vectors)
+                return self._snap(state, strict=strict).open(vector_file=need_vectors)
         else:
             status["needs_build"] = True
             if inline_limit is not None and embed:
@@ -242,11 +241,13 @@ class Index:
                     status["needs_build"] = True
                     raise IndexBusy("another process is building the index; try again shortly")
                 self.notify("another process is updating the index; results may be slightly behind")
-                return self._snap(state, stale=True).open(vector_file=need_vectors)
+                return self._snap(state, strict, stale=True).open(vector_file=need_vectors)
         try:
             status["stage"] = "updating"
             report = self._update_locked(embed, scanned=scanned)
-            snap = self._snap(report.state, updated=len(report.indexed) + len(report.removed))
+            snap = self._snap(
+                report.state, strict, updated=len(report.indexed) + len(report.removed)
+            )
             snap._matrix = report.matrix
             return snap.open(vector_file=need_vectors)
         finally:
@@ -280,14 +281,14 @@ class Index:
         emb = self.embedder()
         return emb is not None and state.embedder != self._model_key(emb)
 
-    def _snap(self, state, stale=False, updated=0) -> Snapshot:
+    def _snap(self, state, strict: bool = True, stale=False, updated=0) -> Snapshot:
         return Snapshot(
             self.root,
             self.directory,
             state,
             stale=stale,
             updated_files=updated,
-            strict=getattr(self, "_strict", True),
+            strict=strict,
         )
 
     # ------------------------------------------------------------ writing
