@@ -49,15 +49,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")  # json joins real pairs: any left is
 
 
 def _mend(text: str) -> str:
-    return _SURROGATE.sub("\ufffd", text) if _lone(text) else text
-
-
-def _lone(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def _mend_surrogates(value: dict[str, Any]) -> dict[str, Any]:
