@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING
 from ..errors import StateError
 from . import bm25, segments
 from . import manifest as st
-from .chunker import Item
-from .reading import read_file_items, row_of
+from .reading import read_many, row_of
 from .snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -331,23 +330,10 @@ class Index:
             return UpdateReport(state=state)
         return self._apply(state, changes, stats, need_vectors)
 
-    def _chunk_many(
-        self, rels: list[str], hashes: dict[str, str], stats: dict, report: UpdateReport
-    ):
-        items: list[Item] = []
-        files: dict[str, st.FileEntry] = {}
-        projects: dict[str, tuple[str, ...]] = {}
-        for rel in rels:
-            file_items, entry, projects[rel] = read_file_items(
-                self.root, rel, hashes.get(rel), stats.get(rel)
-            )
-            files[rel] = entry
-            if entry.problem:
-                report.problems[rel] = entry.problem
-                self.notify(f"{rel}: not indexed: {entry.problem}")
-            else:
-                items.extend(file_items)
-                report.indexed.append(rel)
+    def _chunk_many(self, rels: list[str], hashes: dict, stats: dict, report: UpdateReport):
+        items, files, projects, problems = read_many(self.root, rels, hashes, stats, self.notify)
+        report.problems.update(problems)
+        report.indexed.extend(rel for rel in rels if rel not in problems)
         return items, files, projects
 
     def _build(self, old: st.State | None, need_vectors: bool) -> UpdateReport:
@@ -397,7 +383,8 @@ class Index:
             files.update(changes.touched)
             files.update(changed_files)
         else:  # only the delta against the old base
-            new.files_delta, new.files_gone = _file_delta(old, changes, changed_files)
+            entries = {**changes.touched, **changed_files}
+            new.files_delta, new.files_gone = st.file_delta(old, changes.deleted, entries)
         segments.apply_layout(new, old, plan, files)
         self._write_vectors(old, new, plan, need_vectors, report, items)
         if gone or items:
@@ -426,18 +413,3 @@ class Index:
         report.embedded, report.matrix = write_vectors(
             self.directory, self.root, old, new, plan, items, emb, key, self.notify
         )
-
-
-def _file_delta(old: st.State, changes: st.ScanChanges, changed: dict[str, st.FileEntry]):
-    """The new state's file delta against old's base: old's delta with this update's changes."""
-    delta = dict(old.files_delta)
-    gone = set(old.files_gone)
-    base = old.base_data
-    for rel in changes.deleted:
-        delta.pop(rel, None)
-        if base is not None and base.file_index(rel) is not None:
-            gone.add(rel)
-    for rel, entry in (*changes.touched.items(), *changed.items()):
-        delta[rel] = entry
-        gone.discard(rel)
-    return delta, gone

@@ -167,6 +167,26 @@ class State:
 _LEGACY = ("files", "files_gone", "rows", "unembedded", "base_files", "base_rows")
 
 
+def file_delta(
+    old: State, deleted: list[str], entries: dict[str, FileEntry]
+) -> tuple[dict[str, FileEntry], set[str]]:
+    """(files_delta, files_gone) of an update of old: files deleted, entries added or replaced.
+
+    Proportional to old's delta and the update, never to the files of the base.
+    """
+    delta = dict(old.files_delta)
+    gone = set(old.files_gone)
+    base = old.base_data
+    for rel in deleted:
+        delta.pop(rel, None)
+        if base is not None and base.file_index(rel) is not None:
+            gone.add(rel)
+    for rel, entry in entries.items():
+        delta[rel] = entry
+        gone.discard(rel)
+    return delta, gone
+
+
 class DamagedIndex(Exception):
     """The sidecar index cannot be used as it is; the message says why."""
 

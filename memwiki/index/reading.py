@@ -49,7 +49,29 @@ def read_file_items(
     return items, entry, projects
 
 
+def read_many(
+    root: Path, rels: list[str], hashes: dict[str, str], stats: dict, notify
+) -> tuple[list[Item], dict[str, st.FileEntry], dict[str, tuple[str, ...]], dict[str, str]]:
+    """Chunk files: their items, manifest entries, projects, and problems (each reported)."""
+    items: list[Item] = []
+    files: dict[str, st.FileEntry] = {}
+    projects: dict[str, tuple[str, ...]] = {}
+    problems: dict[str, str] = {}
+    for rel in rels:
+        file_items, entry, projects[rel] = read_file_items(
+            root, rel, hashes.get(rel), stats.get(rel)
+        )
+        files[rel] = entry
+        if entry.problem:
+            problems[rel] = entry.problem
+            notify(f"{rel}: not indexed: {entry.problem}")
+        else:
+            items.extend(file_items)
+    return items, files, projects, problems
+
+
 def row_of(item: Item, projects: tuple[str, ...] = ()) -> st.Row:
+    """The manifest row of an item (everything but its text)."""
     return st.Row(
         item.path,
         item.track,

@@ -252,7 +252,7 @@ def print_table(rows: list[dict]) -> None:
     cached = [r for r in rows if r["cached"]]
     if cached:
         print(
-            "* full build reused from the cached wiki in ~/.cache/memwiki-bench/ (measured "
+            f"* full build reused from the cached wiki in {CACHE_DIR[0]}/ (measured "
             + ", ".join(f"{r['files']} {r['embed']}: {r['when']}" for r in cached)
             + "); --rebuild measures it again"
         )
