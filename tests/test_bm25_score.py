@@ -89,21 +89,24 @@ def build(directory: Path, batches: list[list[tuple]]) -> dict[str, list[Item]]:
     return files
 
 
-def compare(directory: Path, queries) -> None:
+def compare(directory: Path, queries, limit: int = 7) -> None:
     searcher = bm25.open_searcher(directory)
     try:
         reader = searcher.reader()
         for words, track in queries:
             q = " ".join(words)
             terms = bm25.query_terms(q)
-            ref = bm25.search_hits_whoosh(reader, terms, 7, track) if terms else bm25.Hits([], 0)
-            got = bm25.search_hits(directory, q, 7, track, searcher=searcher)
+            ref = (
+                bm25.search_hits_whoosh(reader, terms, limit, track) if terms else bm25.Hits([], 0)
+            )
+            got = bm25.search_hits(directory, q, limit, track, searcher=searcher)
             assert [i for i, _ in got.items] == [i for i, _ in ref.items], (q, track)
             assert [s for _, s in got.items] == [s for _, s in ref.items], (q, track)
             assert got.coverage == ref.coverage
             if terms and reader.doc_count():
-                # the raw path itself, not a silent fall back to Whoosh's scoring
-                assert bm25_score.search(reader, terms, 7, track) == got
+                # the raw path itself (in Python and with numpy), not a silent fall back
+                for vectorised in (False, True):
+                    assert bm25_score.search(reader, terms, limit, track, vectorised) == got
     finally:
         searcher.close()
 
@@ -181,6 +184,8 @@ def test_ties_at_the_cut_are_broken_by_item_id(tmp_path):
     assert [i for i, _ in hits.items] == sorted(i for i, _ in hits.items)
     assert hits.items[0][0] == "memory/f-0.md:1-9"
     assert len({s for _, s in hits.items}) == 1
+    # limit 2: each segment's 20 ties are more than it keeps (2 + TIE_MARGIN), so it is read whole
+    compare(directory, [(["webhook"], None), (["webhook", "secret"], "memory")], limit=2)
     compare(directory, [(["webhook"], None), (["webhook", "secret"], "memory")])
 
 

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import heapq
 import pickle
+import sys
 import zlib
 from array import array
 from bisect import bisect_left
 from collections import deque
+from collections.abc import Callable
 from itertools import accumulate, compress, repeat
 from operator import add, mul, truediv
 
@@ -90,10 +92,12 @@ def _read_blocks(buf: bytes) -> tuple[list[int], list[float]]:
         block = view[pos : pos + size]
         info = pickle.loads(block)
         # the info tuple's pickle is what Whoosh wrote: pickling it again gives its length
-        head = len(pickle.dumps(info, 2))
+        head = pickle.dumps(info, 2)
+        if block[: len(head)] != head:
+            raise Unreadable("unexpected block info")
         n, compression = info[0], info[3]
-        raw = bytes(block[head:])
-        deltas, w = _ids_and_weights(zlib.decompress(raw) if compression else raw, n)
+        raw = block[len(head) :]
+        deltas, w = _ids_and_weights(_head(raw) if compression else bytes(raw), n)
         ids.extend(accumulate(deltas))
         if w is None:
             weights.extend((1.0,) * n)
@@ -104,6 +108,19 @@ def _read_blocks(buf: bytes) -> tuple[list[int], list[float]]:
             weights.extend(w)
         pos += size
     return ids, weights
+
+
+def _head(compressed) -> bytes:
+    """Enough of a compressed block to hold its ids and weights (all of it if it has no values).
+
+    The positions after them are about three quarters of a block: inflating only the
+    start halves the time spent in zlib.
+    """
+    inflate = zlib.decompressobj()
+    out = inflate.decompress(compressed, 2048)
+    while _VALUES_MARK not in out and not inflate.eof:
+        out += inflate.decompress(inflate.unconsumed_tail, 4096)
+    return out
 
 
 def _ids_and_weights(raw: bytes, n: int):
@@ -190,10 +207,16 @@ def live_length_total(leaf, field: str, deleted: frozenset) -> int:
     return total
 
 
-def search(reader, terms: list[str], limit: int, track: str | None):
-    """bm25.search_hits on an open reader, scored from the raw posting lists segment by segment."""
+def search(reader, terms: list[str], limit: int, track: str | None, vectorised=None):
+    """bm25.search_hits on an open reader, scored from the raw posting lists segment by segment.
+
+    With numpy (vectorised; by default when the process has already imported it, as a
+    hybrid retrieve has: importing it for BM25 alone would cost more than it saves) the
+    same operations run on arrays, with the same roundings and the same sums.
+    """
     from . import bm25
 
+    vectorised = "numpy" in sys.modules if vectorised is None else vectorised
     leaves = [leaf for leaf, _ in bm25.leaf_readers(reader)]
     gone = [leaf.deleted_docs_set if leaf.has_deletions() else frozenset() for leaf in leaves]
     keys = [(f, t) for f in bm25.FIELD_BOOSTS for t in terms]
@@ -204,50 +227,112 @@ def search(reader, terms: list[str], limit: int, track: str | None):
             ids, _ = lists[(i, *key)] = postings(leaf, *key)
             df[key] += len(ids) - (len(gone[i].intersection(ids)) if gone[i] and ids else 0)
     n = reader.doc_count()
+    scored = [
+        f for f in bm25.FIELD_BOOSTS if any(ids for (_, g, _), (ids, _) in lists.items() if g == f)
+    ]
+    # average lengths of the fields a query term occurs in (the others score nothing)
     avgfl = {
         f: sum(live_length_total(leaf, f, gone[i]) for i, leaf in enumerate(leaves)) / n
-        for f in bm25.FIELD_BOOSTS
+        for f in scored
     }
     stats = bm25.LiveStats(n, terms, df, avgfl)
-    norms = {f: length_norms(avgfl[f] or 1.0) for f in bm25.FIELD_BOOSTS}
+    norms = {f: length_norms(avgfl[f] or 1.0) for f in scored}
     wanted = limit + bm25.TIE_MARGIN
-    pools = []  # per segment: (scores by docnum, candidates, their best `wanted`)
+    segment = _segment_np if vectorised else _segment
+    pools = []
     for i, leaf in enumerate(leaves):
-        acc = [0.0] * leaf.doc_count_all()
         # field by field, term by term: the order in which Whoosh adds a document's scores up
-        for f in bm25.FIELD_BOOSTS:
-            lengths: bytes | None = b""
-            for t in terms:
-                ids, weights = lists[(i, f, t)]
-                if ids:
-                    lengths = length_bytes(leaf, f) if lengths == b"" else lengths
-                    add_scores(acc, ids, weights, lengths, stats.idf(f, t), norms[f])
-        for d in gone[i]:
-            acc[d] = 0.0
-        if track:
-            allowed = postings(leaf, "track", track)[0]
-            kept = [0.0] * len(acc)
-            deque(map(kept.__setitem__, allowed, map(acc.__getitem__, allowed)), maxlen=0)
-            acc = kept
-        found = list(compress(range(len(acc)), acc))  # every score is > 0: idf > 0, tf > 0
-        pools.append((acc, found, heapq.nlargest(wanted, found, key=acc.__getitem__)))
-    best = sorted((acc[d] for acc, _, top in pools for d in top), reverse=True)
+        parts = [
+            (lists[(i, f, t)], f, stats.idf(f, t), norms[f])
+            for f in scored
+            for t in terms
+            if lists[(i, f, t)][0]
+        ]
+        allowed = postings(leaf, "track", track)[0] if track else None
+        pools.append(segment(leaf, parts, gone[i], allowed, wanted))
+    best = sorted((s for top, _, _ in pools for s, _ in top), reverse=True)
     if not best:
         return bm25.Hits([], 0.0)
     edge = bm25.tie_key(best[min(limit, len(best)) - 1])
     # Ties at the cut are broken by item id, not by document numbers (they depend on the
     # edit history): a segment whose best list may have cut ties off is read whole.
     chosen: list[tuple[float, int, int]] = []  # (score, segment, docnum)
-    for i, (acc, found, top) in enumerate(pools):
-        if len(top) == wanted and bm25.tie_key(acc[top[-1]]) >= edge:
-            top = found
-        chosen.extend((acc[d], i, d) for d in top if bm25.tie_key(acc[d]) >= edge)
+    for i, (top, truncated, everything) in enumerate(pools):
+        if truncated and bm25.tie_key(min(s for s, _ in top)) >= edge:
+            top = everything()
+        chosen.extend((s, i, d) for s, d in top if bm25.tie_key(s) >= edge)
     rows = [(leaves[i].stored_fields(d)["id"], s, (i, d)) for s, i, d in chosen]
     rows.sort(key=lambda r: (-bm25.tie_key(r[1]), r[0]))
     rows = rows[:limit]
     i, d = rows[0][2]
     coverage = stats.coverage(lambda f, t: contains(lists[(i, f, t)][0], d))
     return bm25.Hits([(item_id, score) for item_id, score, _ in rows], coverage)
+
+
+Pool = tuple[list[tuple[float, int]], bool, Callable[[], list[tuple[float, int]]]]
+
+
+def _segment(leaf, parts, deleted: frozenset, allowed: list[int] | None, wanted: int) -> Pool:
+    """One segment's best documents as (score, docnum): every one scoring at least the
+    `wanted`-th best, whether more were left out, and a way to get them all."""
+    acc = [0.0] * leaf.doc_count_all()
+    lengths: dict[str, bytes | None] = {}
+    for (ids, weights), field, idf, norms in parts:
+        if field not in lengths:
+            lengths[field] = length_bytes(leaf, field)
+        add_scores(acc, ids, weights, lengths[field], idf, norms)
+    for d in deleted:
+        acc[d] = 0.0
+    if allowed is not None:
+        kept = [0.0] * len(acc)
+        deque(map(kept.__setitem__, allowed, map(acc.__getitem__, allowed)), maxlen=0)
+        acc = kept
+    found = list(compress(range(len(acc)), acc))  # every score is > 0: idf > 0, tf > 0
+    scores = list(map(acc.__getitem__, found))
+    if len(found) <= wanted:
+        return list(zip(scores, found, strict=True)), False, list
+    floor = heapq.nlargest(wanted, scores)[-1]
+    top = list(compress(zip(scores, found, strict=True), map(floor.__le__, scores)))
+    return top, len(top) < len(found), lambda: list(zip(scores, found, strict=True))
+
+
+def _segment_np(leaf, parts, deleted: frozenset, allowed: list[int] | None, wanted: int) -> Pool:
+    """_segment with numpy arrays: the same roundings, the same sums."""
+    import numpy as np
+
+    acc = np.zeros(leaf.doc_count_all())
+    lengths: dict[str, object] = {}
+    for (ids, weights), field, idf, norms in parts:
+        if field not in lengths:
+            column = length_bytes(leaf, field)
+            lengths[field] = None if column is None else np.frombuffer(column, dtype=np.uint8)
+        at = np.asarray(ids, dtype=np.int64)
+        w = np.asarray(weights, dtype=np.float64)
+        lb = lengths[field][at] if lengths[field] is not None else np.ones(len(at), np.uint8)
+        if not lb.all():
+            raise Unreadable("a posting in a field of length 0")
+        # idf * ((tf * (K1 + 1)) / (tf + norm)), operation by operation as in whoosh's bm25;
+        # ids are distinct within a list, so the fancy-indexed += adds each one once
+        acc[at] += idf * ((w * (K1 + 1)) / (w + np.asarray(norms)[lb]))
+    if deleted:
+        acc[np.fromiter(deleted, dtype=np.int64, count=len(deleted))] = 0.0
+    if allowed is not None:
+        kept = np.zeros_like(acc)
+        at = np.asarray(allowed, dtype=np.int64)
+        kept[at] = acc[at]
+        acc = kept
+    found = np.flatnonzero(acc)
+    scores = acc[found]
+    if len(found) <= wanted:
+        return list(zip(scores.tolist(), found.tolist(), strict=True)), False, list
+    floor = np.partition(scores, len(scores) - wanted)[len(scores) - wanted]
+    keep = scores >= floor
+    top = list(zip(scores[keep].tolist(), found[keep].tolist(), strict=True))
+    return (
+        top,
+        len(top) < len(found),
+        lambda: list(zip(scores.tolist(), found.tolist(), strict=True)),
+    )
 
 
 B, K1 = 0.75, 1.2  # Whoosh's BM25F defaults, which bm25.ExactBM25F scores with
