@@ -301,14 +301,14 @@ def _segment_np(leaf, parts, deleted: frozenset, allowed: list[int] | None, want
     import numpy as np
 
     acc = np.zeros(leaf.doc_count_all())
-    lengths: dict[str, object] = {}
+    lengths: dict[str, bytes | None] = {}
     for (ids, weights), field, idf, norms in parts:
         if field not in lengths:
-            column = length_bytes(leaf, field)
-            lengths[field] = None if column is None else np.frombuffer(column, dtype=np.uint8)
+            lengths[field] = length_bytes(leaf, field)
+        column = lengths[field]
         at = np.asarray(ids, dtype=np.int64)
         w = np.asarray(weights, dtype=np.float64)
-        lb = lengths[field][at] if lengths[field] is not None else np.ones(len(at), np.uint8)
+        lb = np.ones(len(at), np.uint8) if column is None else np.frombuffer(column, np.uint8)[at]
         if not lb.all():
             raise Unreadable("a posting in a field of length 0")
         # idf * ((tf * (K1 + 1)) / (tf + norm)), operation by operation as in whoosh's bm25;
