@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from . import recallfile as rfmod
 from .catalog import Page, list_page
 from .errors import InvalidInput, NotFound, StateError, StorageError
-from .fsutil import atomic_write_text, safe_join
+from .fsutil import atomic_write_text, is_inside, markdown_files, safe_join
 from .index.listing import ListingCache
 from .layout import GITIGNORE_LINE, SIDECAR
 from .lock import FileLock
@@ -183,14 +183,9 @@ class Wiki:
         for top in tops:
             if top.startswith(".") or not (self.root / top).is_dir():
                 continue
-            if not _inside(self.root / top, self.root):
+            if not is_inside(self.root / top, self.root):
                 continue  # a symlinked track leading outside the wiki is never read
-            for path in sorted((self.root / top).rglob("*.md")):
-                rel = path.relative_to(self.root)
-                if any(part.startswith(".") for part in rel.parts):
-                    continue
-                if path.is_symlink() and not _inside(path, self.root):
-                    continue
+            for path in markdown_files(self.root / top, self.root):
                 yield top, path
 
     def get(self, track: str, name: str) -> RecallFile:
@@ -364,7 +359,3 @@ class Wiki:
             deadline=deadline, background=background, status=status,
         )  # fmt: skip
 
-
-def _inside(path: Path, root: Path) -> bool:
-    resolved = path.resolve()
-    return resolved == root or root in resolved.parents

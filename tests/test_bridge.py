@@ -393,3 +393,21 @@ def test_library_calls_match_the_cli(wiki, isolated_env):
     assert committed.cursor_advanced and calls == [1]
     assert committed.to_dict()["host"] == "codex" and committed.commit.created
     assert bridge_prepare(wiki, "codex", cfg).nothing_new
+
+
+def test_lone_surrogates_in_host_logs_become_replacement_characters(
+    wiki, isolated_env, run_memwiki
+):
+    # Real clients write them: a JavaScript string cut in the middle of an emoji is
+    # serialised by JSON.stringify as a lone "\ud83d". The session must still be offered,
+    # and every later prepare must not fail on the same line again.
+    projects = install_logs(isolated_env, "claude-code") / "projects"
+    cut = json.dumps(
+        {"type": "user", "sessionId": CC_SID, "message": {"role": "user", "content": "x"}}
+    ).replace('"x"', '"deploy finished \\ud83d then the cart\\udce9 test"')
+    append(projects / "-home-dev-shop" / f"{CC_SID}.jsonl", cut)
+    first = prepare_json(run_memwiki, wiki, "claude-code")
+    offered = messages_offered(first)
+    assert "deploy finished \ufffd then the cart\ufffd test" in offered
+    for t in first["transcripts"]:
+        Path(t["messages"]).read_bytes().decode("utf-8")  # strict: no surrogate leaked out

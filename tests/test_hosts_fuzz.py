@@ -243,3 +243,30 @@ def test_sqlite_readers_survive_damaged_database_files(host, data):
                 raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
         db.write_bytes(bytes(raw))
         _one_line_or_result(host, location, root / "home")
+
+
+@settings(max_examples=EXAMPLES * 8, deadline=None)
+@given(
+    value=json_values,
+    cut=st.text(alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), max_size=3),
+)
+def test_parsed_records_are_always_text(value: Any, cut: str) -> None:
+    # Whatever escapes a log line holds (lone surrogates included), every string of the
+    # parsed record, keys too, can be written as UTF-8; records without any are unchanged.
+    from memwiki.hosts.mining.records import parse_record
+
+    record = {"a" + cut: value, "b": ["x" + cut, {"c": cut + "y"}]}
+    parsed = parse_record(json.dumps(record))
+    assert parsed is not None
+    json.dumps(parsed, ensure_ascii=False).encode("utf-8")
+    if not cut and not _has_lone(value):
+        assert parsed == record
+
+
+def _has_lone(value: Any) -> bool:
+    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False

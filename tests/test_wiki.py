@@ -537,3 +537,64 @@ def test_two_processes_committing_at_once_both_land(wiki, git) -> None:
         for i in range(rounds):
             parse((wiki.root / "memory" / f"{p}-{i}.md").read_bytes(), "memory", f"{p}-{i}")
     assert len(pygit2.Repository(str(wiki.root)).head.peel().parents) == 1
+
+
+# --------------------------------------------------------- iter_paths
+
+_names = st.sampled_from(
+    ["a", "a.md", "b.md", ".hid", ".hid.md", "a-b.md", "a b.md", "Z.md", "é.md"]
+)
+
+
+def _rglob_paths(wiki: Wiki) -> list[tuple[str, Path]]:
+    """The behaviour iter_paths had with Path.rglob, kept as the reference."""
+    out = []
+    root_real = wiki.root.resolve()
+    for top in sorted(p.name for p in wiki.root.iterdir() if p.is_dir()):
+        if top.startswith("."):
+            continue
+        if not (wiki.root / top).resolve().is_relative_to(root_real):
+            continue
+        for path in sorted((wiki.root / top).rglob("*.md")):
+            rel = path.relative_to(wiki.root)
+            if any(part.startswith(".") for part in rel.parts) or path.is_dir():
+                continue
+            if path.is_symlink() and not path.resolve().is_relative_to(root_real):
+                continue
+            out.append((top, path))
+    return out
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    tree=st.lists(
+        st.tuples(
+            st.lists(_names, min_size=1, max_size=3), st.sampled_from(["file", "dir", "in", "out"])
+        ),
+        max_size=12,
+    )
+)
+def test_iter_paths_lists_what_rglob_listed_in_the_same_order(tmp_path_factory, tree) -> None:
+    # Files, folders named like notes, dot entries and symlinks (inside and outside the
+    # wiki), nested: the scandir walk yields exactly rglob's files, in sorted() order.
+    base = tmp_path_factory.mktemp("iter")
+    wiki, _ = Wiki.init(base / "w")
+    outside = base / "outside"
+    outside.mkdir()
+    (outside / "x.md").write_text("x")
+    for parts, kind in tree:
+        path = wiki.root / "memory" / Path(*parts)
+        if path.exists() or path.is_symlink() or any(p.is_file() for p in path.parents):
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if kind == "file":
+            path.write_text("x")
+        elif kind == "dir":
+            path.mkdir()
+        elif kind == "in":
+            path.symlink_to(wiki.root / "README.md")
+        else:
+            path.symlink_to(outside / "x.md")
+    assert list(wiki.iter_paths()) == _rglob_paths(wiki)

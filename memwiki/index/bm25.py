@@ -7,7 +7,7 @@ files does, whatever Whoosh's segments and deletions look like.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -183,58 +183,72 @@ def search_hits(
 ) -> Hits:
     """Top items for the query with exact live statistics, and the best item's IDF coverage."""
     _whoosh()
-    from whoosh.query import Or, Term
-    from whoosh.searching import Searcher
+    from . import bm25_score
 
     terms = query_terms(query)
-    if not terms:
+    if not terms or limit < 1:
         return Hits([], 0.0)
     own = searcher is None
     searcher = open_searcher(directory) if own else searcher
     try:
         reader = searcher.reader()
-        stats = LiveStats(reader, terms)
-        q = Or([Term(field, t) for field in FIELD_BOOSTS for t in terms])
-        # Preloading every match into an array and scoring in bulk is about twice as fast
-        # as Whoosh's default binary tree of union matchers for OR queries like ours.
-        q.matcher_type = Or.ARRAY_MATCHER
-        filt = Term("track", track) if track else None
-        exact = Searcher(reader, weighting=ExactBM25F(stats), closereader=False)
-        # Ties at the cut must be broken by item id, not by Whoosh's document numbers
-        # (they depend on the edit history): take a margin, and everything if the
-        # margin is all ties. Block skipping costs more than it saves on OR queries.
-        wanted = limit + TIE_MARGIN
-        results = exact.search(q, limit=wanted, filter=filt, optimize=False)
-        top_n = results.top_n
-        if len(top_n) == wanted and _tie_key(top_n[-1][0]) == _tie_key(top_n[limit - 1][0]):
-            top_n = exact.search(q, limit=None, filter=filt, optimize=False).top_n
-        top = _cut(exact, top_n, limit)
-        coverage = stats.coverage(reader, top[0][2]) if top else 0.0
-        return Hits([(item_id, score) for item_id, score, _ in top], coverage)
+        if not reader.doc_count():
+            return Hits([], 0.0)
+        try:
+            return bm25_score.search(reader, terms, limit, track)
+        except bm25_score.Unreadable:  # Whoosh's internals changed: let Whoosh score
+            return search_hits_whoosh(reader, terms, limit, track)
     finally:
         if own:
             searcher.close()
+
+
+def search_hits_whoosh(reader, terms: list[str], limit: int, track: str | None) -> Hits:
+    """search_hits as Whoosh's own matchers score it: the reference, and the fallback."""
+    from whoosh.query import Or, Term
+    from whoosh.searching import Searcher
+
+    stats = LiveStats.of(reader, terms)
+    q = Or([Term(field, t) for field in FIELD_BOOSTS for t in terms])
+    # Preloading every match into an array and scoring in bulk is about twice as fast
+    # as Whoosh's default binary tree of union matchers for OR queries like ours.
+    q.matcher_type = Or.ARRAY_MATCHER
+    filt = Term("track", track) if track else None
+    exact = Searcher(reader, weighting=ExactBM25F(stats), closereader=False)
+    # Ties at the cut must be broken by item id, not by Whoosh's document numbers
+    # (they depend on the edit history): take a margin, and everything if the
+    # margin is all ties. Block skipping costs more than it saves on OR queries.
+    wanted = limit + TIE_MARGIN
+    results = exact.search(q, limit=wanted, filter=filt, optimize=False)
+    top_n = results.top_n
+    if len(top_n) == wanted and tie_key(top_n[-1][0]) == tie_key(top_n[limit - 1][0]):
+        top_n = exact.search(q, limit=None, filter=filt, optimize=False).top_n
+    top = _cut(exact, top_n, limit)
+    docnum = top[0][2] if top else 0
+    coverage = stats.coverage(lambda f, t: _has(reader, f, t, docnum)) if top else 0.0
+    return Hits([(item_id, score) for item_id, score, _ in top], coverage)
 
 
 def _cut(searcher, top_n, limit: int) -> list[tuple[str, float, int]]:
     """The best `limit` of (score, docnum) pairs as (id, score, docnum), ties broken by id."""
     ranked = sorted(top_n, key=lambda sd: -sd[0])
     if len(ranked) > limit:
-        edge = _tie_key(ranked[limit - 1][0])
+        edge = tie_key(ranked[limit - 1][0])
         end = limit
-        while end < len(ranked) and _tie_key(ranked[end][0]) == edge:
+        while end < len(ranked) and tie_key(ranked[end][0]) == edge:
             end += 1
         ranked = ranked[:end]
     rows = [(searcher.stored_fields(d)["id"], float(s), d) for s, d in ranked]
-    rows.sort(key=lambda r: (-_tie_key(r[1]), r[0]))
+    rows.sort(key=lambda r: (-tie_key(r[1]), r[0]))
     return rows[:limit]
 
 
 TIE_MARGIN = 16
 
 
-def _tie_key(score: float) -> float:
-    # Scores equal to 1e-9 are ties: summing in another order may change the last bits.
+def tie_key(score: float) -> float:
+    """A score as ranking compares it: scores equal to 1e-9 are ties."""
+    # summing in another order may change the last bits
     return round(score, 9)
 
 
@@ -248,17 +262,24 @@ class LiveStats:
     lengths (the same one-byte lengths Whoosh scores each document with).
     """
 
-    def __init__(self, reader, terms: list[str]):
-        self.n = reader.doc_count()
-        self.terms = terms
-        self.df: dict[tuple[str, str], int] = {}
-        self.avgfl: dict[str, float] = {}
-        leaves = _leaves(reader)
+    def __init__(
+        self, n: int, terms: list[str], df: dict[tuple[str, str], int], avgfl: dict[str, float]
+    ):
+        self.n, self.terms, self.df, self.avgfl = n, terms, df, avgfl
+
+    @classmethod
+    def of(cls, reader, terms: list[str]) -> LiveStats:
+        """The statistics of a reader's live documents, read through Whoosh's public API."""
+        n = reader.doc_count()
+        df: dict[tuple[str, str], int] = {}
+        avgfl: dict[str, float] = {}
+        leaves = leaf_readers(reader)
         for field in FIELD_BOOSTS:
             total = sum(_live_length_total(leaf, field) for leaf, _ in leaves)
-            self.avgfl[field] = total / self.n if self.n else 1.0
+            avgfl[field] = total / n if n else 1.0
             for t in terms:
-                self.df[(field, t)] = sum(_live_df(leaf, field, t) for leaf, _ in leaves)
+                df[(field, t)] = sum(_live_df(leaf, field, t) for leaf, _ in leaves)
+        return cls(n, terms, df, avgfl)
 
     def idf(self, field: str, text: str) -> float:
         """Whoosh's BM25 idf, log(N / (df + 1)) + 1, from live counts."""
@@ -278,20 +299,21 @@ class LiveStats:
         df = max(self.df.get((f, term), 0) for f in FIELD_BOOSTS)
         return math.log(1 + self.n / (df + 1)) if df else 0.0
 
-    def coverage(self, reader, docnum: int) -> float:
-        """The share of the query's term weight that document docnum contains."""
+    def coverage(self, has: Callable[[str, str], bool]) -> float:
+        """The share of the query's term weight in a document; has(field, term): it holds it."""
         weights = {t: self.term_weight(t) for t in self.terms}
         total = sum(weights.values())
         if not total:
             return 0.0
         found = 0.0
         for t, w in weights.items():
-            if w and any(_has(reader, f, t, docnum) for f in FIELD_BOOSTS):
+            if w and any(has(f, t) for f in FIELD_BOOSTS):
                 found += w
         return found / total
 
 
-def _leaves(reader) -> list:
+def leaf_readers(reader) -> list:
+    """The (segment reader, first document number) pairs of a reader."""
     return list(reader.leaf_readers()) if not reader.is_atomic() else [(reader, 0)]
 
 
@@ -299,6 +321,8 @@ def _has(reader, field: str, text: str, docnum: int) -> bool:
     try:
         m = reader.postings(field, text)
     except Exception:  # TermNotFound
+        return False
+    if not m.is_active():  # every posting deleted: skip_to would raise ReadTooFar
         return False
     m.skip_to(docnum)
     return m.is_active() and m.id() == docnum
@@ -341,41 +365,17 @@ def _count_in(m, docnums: frozenset) -> int:
 
 def _live_length_total(leaf, field: str) -> int:
     """Sum of the one-byte field lengths of one segment's live documents."""
-    from collections import Counter
+    from . import bm25_score
 
-    from whoosh.util.numeric import byte_to_length
-
-    lengths = _length_bytes(leaf, field)
-    if lengths is None:  # no cheap access to the column: read document by document
+    deleted = leaf.deleted_docs_set if leaf.has_deletions() else frozenset()
+    try:
+        return bm25_score.live_length_total(leaf, field, deleted)
+    except bm25_score.Unreadable:  # no cheap access to the column: read document by document
         return sum(
             leaf.doc_field_length(d, field) or 0
             for d in range(leaf.doc_count_all())
             if not leaf.is_deleted(d)
         )
-    total = sum(byte_to_length(b) * c for b, c in Counter(lengths).items() if b)
-    if leaf.has_deletions():
-        total -= sum(leaf.doc_field_length(d, field) or 0 for d in leaf.deleted_docs_set)
-    return total
-
-
-def _length_bytes(leaf, field: str) -> bytes | None:
-    """The raw length column of a Whoosh 3 segment (one byte per document), if reachable.
-
-    Whoosh has no public way to read a whole length column; reading it document by
-    document costs about 80 ms on 10,000 items, the column itself well under 1 ms. The
-    internals are reached by name, and any change in them falls back to the public loop.
-    """
-    try:
-        from whoosh.codec.whoosh3 import LENGTHS_COLUMN
-
-        perdoc = getattr(leaf, "_perdoc")  # noqa: B009 - Whoosh internals, see above
-        col = getattr(perdoc, "_cached_reader")(f"_{field}_len", LENGTHS_COLUMN)  # noqa: B009
-        if col is None:
-            return b""
-        start, count = getattr(col, "_basepos"), getattr(col, "_count")  # noqa: B009
-        return bytes(getattr(col, "_dbfile").get(start, count))  # noqa: B009
-    except Exception:
-        return None
 
 
 def _exact_weighting(stats: LiveStats):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from enum import StrEnum
 from typing import Any
 
@@ -34,7 +35,47 @@ def parse_record(raw: str | bytes | dict[str, Any]) -> dict[str, Any] | None:
         value = json.loads(raw, parse_constant=_reject_constant)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
-    return value if isinstance(value, dict) else None
+    if not isinstance(value, dict):
+        return None
+    # JSON may escape a lone surrogate, and real clients write them: JavaScript's
+    # JSON.stringify of a string cut in the middle of an emoji gives "\ud83d". Such a
+    # string is not text (it cannot be written as UTF-8), and memorize rightly refuses it,
+    # which would fail every prepare on the same line: mend it to U+FFFD here, once.
+    marker = b"\\u" if isinstance(raw, bytes) else "\\u"
+    return _mend_surrogates(value) if marker in raw else value  # type: ignore[operator]
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")  # json joins real pairs: any left is lone
+
+
+def _mend(text: str) -> str:
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def _mend_surrogates(value: dict[str, Any]) -> dict[str, Any]:
+    """value with every string (keys too) free of lone surrogates; iterative, any depth."""
+    root: list[Any] = [value]
+    stack: list[Any] = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            for i, v in enumerate(node):
+                if isinstance(v, str):
+                    node[i] = _mend(v)
+                elif isinstance(v, dict | list):
+                    stack.append(v)
+        else:
+            for key in list(node):
+                v = node[key]
+                if isinstance(v, str):
+                    v = _mend(v)
+                elif isinstance(v, dict | list):
+                    stack.append(v)
+                fixed = _mend(key)
+                if fixed != key:
+                    del node[key]
+                node[fixed] = v
+    return root[0]
 
 
 def parse_json_text(value: Any) -> Any:
