@@ -447,6 +447,57 @@ def mmr(q, w, lam, pool=15):
     return out
 
 
+def attach_terms(sets) -> None:
+    """w['fterms'][file]: the analysed terms of the whole file; q['terms']: the query's."""
+    from memwiki.index import bm25
+
+    for name, ws in sets.items():
+        for w in ws:
+            root = _wiki_root(name, w)
+            _, snap = _snapshot(root, vectors=False)
+            rows = snap.state.rows
+            terms: dict[str, set[str]] = {}
+            for r, body in zip(rows, _bodies(root, rows), strict=True):
+                text = f"{r.name.replace('-', ' ')} {r.description} {' '.join(r.tags)} {r.heading}"
+                terms.setdefault(r.path, set()).update(bm25.query_terms(f"{text} {body}"))
+            w["fterms"] = terms
+            snap.close()
+            for q in w["queries"]:
+                q["terms"] = bm25.query_terms(q["query"])
+
+
+def term_coverage(q, w, mu, pool=10):
+    """Greedy top 5 from the best `pool` files: score / best + mu x share of the query's IDF
+    in terms no file chosen so far contains (diversity by query aspect, xQuAD-like)."""
+    files = shipped(q, w)
+    order = sorted(files, key=lambda f: (-files[f], f))[:pool]
+    n = len(w["fterms"])
+    df: dict[str, int] = {}
+    for terms in w["fterms"].values():
+        for t in terms:
+            df[t] = df.get(t, 0) + 1
+    weights = {t: math.log(1 + n / (df[t] + 1)) for t in q["terms"] if df.get(t)}
+    total = sum(weights.values()) or 1.0
+    top = files[order[0]] if order else 1.0
+    chosen: list[str] = []
+    covered: set[str] = set()
+    rest = list(order)
+    while rest and len(chosen) < 5:
+
+        def value(f, covered=covered):
+            new = sum(v for t, v in weights.items() if t in w["fterms"][f] and t not in covered)
+            return files[f] / top + mu * new / total
+
+        pick = max(rest, key=lambda f: (value(f), -order.index(f)))
+        chosen.append(pick)
+        rest.remove(pick)
+        covered = covered | w["fterms"][pick]
+    out = {f: 100.0 - k for k, f in enumerate(chosen)}
+    for f, s in files.items():
+        out.setdefault(f, s / top)
+    return out
+
+
 # ------------------------------------------------------------------ scoring
 
 
@@ -562,6 +613,9 @@ def score() -> None:
         line(
             f"linked from the top file: x (1 + {g})", sets, lambda q, w, g=g: linked_boost(q, w, g)
         )
+    attach_terms(sets)
+    for mu in (0.1, 0.3, 0.5):
+        line(f"query-aspect diversity, mu {mu}", sets, lambda q, w, mu=mu: term_coverage(q, w, mu))
     for name, ws in sets.items():
         for w in ws:
             _, snap = _snapshot(_wiki_root(name, w))
