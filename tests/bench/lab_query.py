@@ -32,9 +32,7 @@ LINK = re.compile(r"\[\[([^\[\]\n|#]+)")
 
 
 def _wiki_root(set_name: str, w: dict) -> Path:
-    if set_name in ("agentwiki", "demo"):
-        return lab.LAB / "wikis" / set_name
-    return lab.LAB / "wikis" / f"locomo/{w['name']}"
+    return lab.wiki_root(set_name, w)
 
 
 def gather_demo() -> None:
