@@ -358,4 +358,3 @@ class Wiki:
             project=project, notify=notify or print_to_stderr,
             deadline=deadline, background=background, status=status,
         )  # fmt: skip
-

@@ -42,6 +42,10 @@ def facts(wiki: Wiki):
     vectors = {r.id: np.asarray(matrix[i]) for i, r in enumerate(snap.state.rows)}
     hits = {q: dict(bm25.search(snap.bm25_dir, q, 50)) for q in ("billing deploy", "kafka go")}
     pending = {snap.state.rows[i].id for i in snap.state.unembedded}
+    # the manifest's files too: what a later scan compares, what `list` and facts read
+    files = {rel: (e.sha256, e.problem, e.meta) for rel, e in snap.state.files.items()}
+    rows["files"] = files  # type: ignore[assignment]
+    assert snap.state.indexed_files() == sum(1 for e in files.values() if e[1] is None)
     snap.close()
     return rows, vectors, hits, pending
 
@@ -105,6 +109,10 @@ def test_segmented_store_after_random_edits_equals_a_rebuild(
         most = max(most, len(state.segments))
         assert sum(r for _, r in state.segments) == state.physical_rows
         assert len(state.rows) == state.physical_rows - len(state.dead)
+        # what the next process reads back is what this one committed
+        loaded = manifest.load(wiki.sidecar / "index" / "state.pkl")
+        assert dict(loaded.files) == dict(state.files) and list(loaded.rows) == list(state.rows)
+        assert loaded.unembedded == state.unembedded and loaded.dead == state.dead
     if compact_min == 10_000 and max_segments == 8 and len(ops) > 1:
         assert most > 1  # the appended path ran
     assert_equals_rebuild(wiki, base)
@@ -123,7 +131,7 @@ def test_an_edit_writes_one_small_segment_and_keeps_the_base(tmp_path):
     index = Index(wiki, hash_cfg(wiki.root), notify=lambda m: None)
     built = index.update().state
     idx = wiki.sidecar / "index"
-    base_files = {p.name: p.stat().st_mtime_ns for p in idx.glob("rows-*.pkl")}
+    base_files = {p.name: p.stat().st_mtime_ns for p in idx.glob("manifest-*.bin")}
     base_files.update({p.name: p.stat().st_mtime_ns for p in idx.glob("vectors-*.npy")})
     head = (idx / "state.pkl").stat().st_size
     write(wiki.root, "memory/f007.md", "file 7", "## Only\nwebhook rotation\n## Two\nkafka\n")
@@ -154,7 +162,10 @@ def test_many_edits_compact_back_to_one_segment(tmp_path, monkeypatch):
     idx = wiki.sidecar / "index"
     state = manifest.load(idx / "state.pkl")
     named = {n for n, _ in state.segments} | {state.base}
-    assert len(list(idx.glob("vectors-*.npy")) + list(idx.glob("rows-*.pkl"))) <= 2 * len(named) + 2
+    assert (
+        len(list(idx.glob("vectors-*.npy")) + list(idx.glob("manifest-*.bin")))
+        <= 2 * len(named) + 2
+    )
     assert_equals_rebuild(wiki, tmp_path)
 
 
@@ -231,7 +242,7 @@ def test_blockwise_product_equals_the_whole_and_gives_pages_back(tmp_path, monke
     query = rng.standard_normal(384).astype(np.float32)
     monkeypatch.setattr(vectors, "CHUNK_ROWS", 1000)
     state = manifest.State(embedder={"dim": 384}, segments=[("v.npy", 5000)])
-    state.base_rows = [None] * 5000  # type: ignore[list-item]
+    state.extra = [None] * 5000  # type: ignore[list-item]
     mapped = vectors.open_matrix(tmp_path, state)
     assert isinstance(mapped, vectors.SegmentedMatrix)
     np.testing.assert_allclose(mapped @ query, whole @ query, rtol=0, atol=1e-5)

@@ -225,7 +225,8 @@ class Index:
             # A progressive reader leaves the model check to its vector thread, so that a
             # fresh index is read without loading the model first.
             check_model = inline_limit is None
-            if not changes and not (embed and self._vectors_wanted(state, check_model)):
+            wanted = embed and self._vectors_wanted(state, check_model)
+            if not changes and not wanted and not state.upgraded:
                 return self._snap(state, strict=strict).open(vector_file=need_vectors)
         else:
             status["needs_build"] = True
@@ -312,6 +313,11 @@ class Index:
         if full or problem:
             return self._build(state, need_vectors)
         assert state is not None  # no problem means there is a state
+        if state.upgraded:
+            # An older manifest format read as this one: persist it, Whoosh and vectors kept.
+            self.notify(f"upgrading the index manifest (format {state.upgraded} to {st.FORMAT})")
+            st.save(self.state_path, state, write_base=True)
+            state.upgraded = None
         if scanned is not None and scanned[0] is state:
             changes, stats = scanned[1], scanned[2]
         else:
@@ -319,7 +325,8 @@ class Index:
         vectors_wanted = need_vectors and self._vectors_wanted(state)
         if not (changes.changed or changes.deleted or vectors_wanted):
             if changes.touched:  # same bytes, new stat: remember it, nothing to re-index
-                state.files.update(changes.touched)
+                state.files_delta.update(changes.touched)
+                state.changed()
                 st.save(self.state_path, state)
             return UpdateReport(state=state)
         return self._apply(state, changes, stats, need_vectors)
@@ -353,10 +360,10 @@ class Index:
         if target.exists():
             shutil.rmtree(target)
         whoosh_gen = bm25.create(target, items)
-        new = st.State(generation=gen, bm25_dir=bm25_dir, whoosh_generation=whoosh_gen, files=files)
+        new = st.State(generation=gen, bm25_dir=bm25_dir, whoosh_generation=whoosh_gen)
         rows = [row_of(i, projects.get(i.path, ())) for i in items]
-        plan = segments.Plan(rows, True, list(range(len(rows))))
-        segments.apply_layout(new, None, plan)
+        plan = segments.Plan(True, rows)
+        segments.apply_layout(new, None, plan, files)
         self._write_vectors(old, new, plan, need_vectors, report, items)
         st.save(self.state_path, new, compact=True)
         segments.cleanup(self.directory, new, old)
@@ -372,26 +379,29 @@ class Index:
         )
         gone = set(changes.changed) | set(changes.deleted)
         report.removed = sorted(set(changes.deleted))
-        files = {k: v for k, v in old.files.items() if k not in gone}
-        files.update(changes.touched)
-        files.update(changed_files)
         gen = old.generation + 1
-        new = st.State(generation=gen, bm25_dir=old.bm25_dir, files=files)
-        keep = [i for i, r in enumerate(old.rows) if r.path not in gone]
+        new = st.State(generation=gen, bm25_dir=old.bm25_dir)
         added = [row_of(i, projects.get(i.path, ())) for i in items]
         emb = self.embedder() if need_vectors else None
         key = self._model_key(emb) if emb is not None else old.embedder
         plan = segments.plan_update(
             old,
-            keep,
+            gone,
             added,
             emb is not None,
             key is None or segments.reusable(self.directory, old, key),
         )
-        segments.apply_layout(new, old, plan)
+        files = None
+        if plan.compact:  # the whole manifest is written again: every entry, materialised
+            files = {k: v for k, v in old.files.items() if k not in gone}
+            files.update(changes.touched)
+            files.update(changed_files)
+        else:  # only the delta against the old base
+            new.files_delta, new.files_gone = _file_delta(old, changes, changed_files)
+        segments.apply_layout(new, old, plan, files)
         self._write_vectors(old, new, plan, need_vectors, report, items)
         if gone or items:
-            deleted = old.bm25_deleted + len(old.rows) - len(keep)
+            deleted = old.bm25_deleted + plan.removed
             optimize = bm25.should_optimize(len(new.rows), deleted)
             new.bm25_deleted = 0 if optimize else deleted
             new.whoosh_generation = bm25.update(
@@ -416,3 +426,18 @@ class Index:
         report.embedded, report.matrix = write_vectors(
             self.directory, self.root, old, new, plan, items, emb, key, self.notify
         )
+
+
+def _file_delta(old: st.State, changes: st.ScanChanges, changed: dict[str, st.FileEntry]):
+    """The new state's file delta against old's base: old's delta with this update's changes."""
+    delta = dict(old.files_delta)
+    gone = set(old.files_gone)
+    base = old.base_data
+    for rel in changes.deleted:
+        delta.pop(rel, None)
+        if base is not None and base.file_index(rel) is not None:
+            gone.add(rel)
+    for rel, entry in (*changes.touched.items(), *changed.items()):
+        delta[rel] = entry
+        gone.discard(rel)
+    return delta, gone

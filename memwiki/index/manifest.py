@@ -5,11 +5,12 @@ segments and the manifest base that belong together, so a reader that loads it s
 complete index.
 
 The manifest is stored in two parts so that an edit writes work proportional to what
-changed: an immutable base `rows-<gen>.pkl` (every file entry and item row at the last
-compaction) and, in `state.pkl` itself, only what changed since: file entries added,
-replaced or gone, the rows appended after the base's, and the physical row slots that
-are dead (tombstones). The item rows a reader sees are the live slots in physical order,
-which is also the order of the vector segments (index/vectors.py).
+changed: an immutable base `manifest-<gen>.bin` (every file entry and item row at the
+last compaction, as columns a reader decodes only where it looks: index/columns.py)
+and, in `state.pkl` itself, only what changed since: file entries added, replaced or
+gone, the rows appended after the base's, and the physical row slots that are dead
+(tombstones). The item rows a reader sees are the live slots in physical order
+(index/views.py), which is also the order of the vector segments (index/vectors.py).
 """
 
 from __future__ import annotations
@@ -23,17 +24,19 @@ from typing import NamedTuple
 
 from ..fsutil import file_sha256
 from ..layout import RACY_NS
+from .columns import Base
+from .views import FileView, RowView
 
-FORMAT = 11  # bump when chunking, analysis or layout changes: old indexes are rebuilt
-# (9: FileEntry.meta; 10: CJK analysis; 11: manifest base + delta, vector segments)
+FORMAT = 12  # bump when chunking, analysis or layout changes: old indexes are rebuilt
+# (9: FileEntry.meta; 10: CJK analysis; 11: manifest base + delta, vector segments;
+# 12: columnar base read lazily)
+# Formats whose index differs only in how the manifest is stored: upgraded by rewriting
+# the manifest alone (a 50k-file rebuild takes half an hour; Whoosh and vectors are kept).
+UPGRADABLE = (11,)
 
 
 class Row(NamedTuple):
-    """One item as the index stores it: everything but its text (the file on disk has that).
-
-    A NamedTuple rather than a dataclass: unpickling ten thousand of them is the largest
-    fixed cost of a cold retrieve, and tuples load about twice as fast.
-    """
+    """One item as the index stores it: everything but its text (the file on disk has that)."""
 
     path: str
     track: str
@@ -65,13 +68,16 @@ class FileEntry:
     meta: tuple[str, str, tuple[str, ...], str | None] | None = None
 
 
+_TRANSIENT = ("base_data", "upgraded", "_views")  # never pickled into state.pkl
+
+
 @dataclass
 class State:
     """A complete index: manifest, rows, and the names of its Whoosh dir and vector segments.
 
-    `files` and `rows` are the whole manifest as readers use it; on disk they are the base
-    file plus the delta kept in state.pkl (see the module docstring). The physical layout
-    (`extra`, `dead`, `segments`) is maintained by the indexer (index/segments.py).
+    `files` and `rows` are read-only views of the whole manifest (base + delta, see the
+    module docstring); writers build a new State from the delta fields. The physical
+    layout (`extra`, `dead`, `segments`) is maintained by the indexer (index/segments.py).
     """
 
     generation: int = 0
@@ -81,18 +87,49 @@ class State:
         0  # documents Whoosh still counts in its statistics (see bm25.should_optimize)
     )
     embedder: dict | None = None  # {provider, model, dim} of the vectors
-    unembedded: set[int] = field(default_factory=set)  # rows whose vector is still zero
-    files: dict[str, FileEntry] = field(default_factory=dict)
-    rows: list[Row] = field(default_factory=list)
     written_ns: int = 0
     format: int = FORMAT
-    base: str | None = None  # rows-<gen>.pkl: (files, rows) at the last compaction
+    base: str | None = None  # manifest-<gen>.bin: files and rows at the last compaction
+    files_delta: dict[str, FileEntry] = field(default_factory=dict)  # added/replaced since
+    files_gone: set[str] = field(default_factory=set)  # base files deleted since
     extra: list[Row] = field(default_factory=list)  # physical rows after the base's
     dead: set[int] = field(default_factory=set)  # physical slots no longer in `rows`
+    unembedded_slots: set[int] = field(default_factory=set)  # physical slots without a vector
     segments: list[tuple[str, int]] = field(default_factory=list)  # vector files, row counts
-    # the base as loaded or written (never pickled into state.pkl)
-    base_files: dict[str, FileEntry] = field(default_factory=dict, repr=False)
-    base_rows: list[Row] = field(default_factory=list, repr=False)
+    base_data: Base | None = field(default=None, repr=False)  # the loaded base
+    upgraded: int | None = field(default=None, repr=False)  # read from this older format
+    _views: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def rows(self) -> RowView:
+        """The live item rows, in physical order (decoded on access)."""
+        view = self._views.get("rows")
+        if view is None:
+            view = self._views["rows"] = RowView(self.base_data, self.extra, self.dead)
+        return view
+
+    @property
+    def files(self) -> FileView:
+        """path -> FileEntry of every file the manifest knows."""
+        view = self._views.get("files")
+        if view is None:
+            view = FileView(self.base_data, self.files_delta, self.files_gone)
+            self._views["files"] = view
+        return view
+
+    @property
+    def unembedded(self) -> set[int]:
+        """Live rows whose vector is still zero (masked out of vector search)."""
+        view = self._views.get("unembedded")
+        if view is None:
+            rows = self.rows
+            live = (rows.live(s) for s in self.unembedded_slots)
+            view = self._views["unembedded"] = {n for n in live if n is not None}
+        return view
+
+    def changed(self) -> None:
+        """Forget the views after the delta fields were changed in place."""
+        self._views.clear()
 
     @property
     def vectors_file(self) -> str | None:
@@ -102,31 +139,31 @@ class State:
     @property
     def physical_rows(self) -> int:
         """Row slots in the vector segments: live rows and tombstones."""
-        return len(self.base_rows) + len(self.extra)
+        return (self.base_data.n_rows if self.base_data is not None else 0) + len(self.extra)
+
+    def indexed_files(self) -> int:
+        """Files indexed without a problem (a stored count, not a pass over the files)."""
+        return self.files.indexed()
 
     def __getstate__(self) -> dict:
-        # Only the delta against the base goes into state.pkl: unchanged entries are the
-        # very objects loaded from the base, so an identity test finds what changed.
         data = dict(self.__dict__)
-        base = self.base_files
-        data["files"] = {k: v for k, v in self.files.items() if base.get(k) is not v}
-        data["files_gone"] = [k for k in base if k not in self.files]
-        data["rows"] = None
-        data["base_files"] = None
-        data["base_rows"] = None
+        for name in _TRANSIENT:
+            data.pop(name, None)
         return data
 
     def __setstate__(self, data: dict) -> None:
+        fresh = State()
+        self.__dict__.update(fresh.__dict__)
+        self._views = {}
+        # A format-11 state kept its delta under other names; load() converts it.
+        old = data.get("format") != FORMAT
+        legacy = {k: data.pop(k) for k in _LEGACY if k in data} if old else {}
         self.__dict__.update(data)
+        if legacy:
+            self.__dict__["_legacy"] = legacy
 
 
-def live_rows(state: State) -> list[Row]:
-    """The rows a reader sees: live physical slots in order."""
-    physical = state.base_rows + state.extra
-    if not state.dead:
-        return physical
-    dead = state.dead
-    return [r for i, r in enumerate(physical) if i not in dead]
+_LEGACY = ("files", "files_gone", "rows", "unembedded", "base_files", "base_rows")
 
 
 class DamagedIndex(Exception):
@@ -138,41 +175,39 @@ def load(path: Path) -> State | None:
 
     A base file that is missing raises FileNotFoundError: a writer may have compacted and
     removed it after this reader read state.pkl (the caller retries on the newer state).
+    A state of an UPGRADABLE format comes back converted, with `upgraded` set: the
+    writer persists it (Index._update_locked).
     """
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         return None
     try:
-        state = _unpickle(data)
+        state = unpickle(data)
     except Exception as exc:  # a truncated or garbage file
         raise DamagedIndex(f"unreadable manifest ({type(exc).__name__})") from None
-    if not isinstance(state, State) or getattr(state, "format", None) != FORMAT:
+    fmt = getattr(state, "format", None)
+    if not isinstance(state, State) or (fmt != FORMAT and fmt not in UPGRADABLE):
         raise DamagedIndex("manifest from another memwiki version")
-    delta, gone = state.files, state.__dict__.pop("files_gone", [])
+    if fmt != FORMAT:
+        from .upgrade import upgrade
+
+        return upgrade(path, state)
     if state.base:
-        base_data = (path.parent / state.base).read_bytes()
         try:
-            state.base_files, state.base_rows = _unpickle(base_data)
-        except Exception as exc:
-            raise DamagedIndex(f"unreadable manifest base ({type(exc).__name__})") from None
-    else:
-        state.base_files, state.base_rows = {}, []
-    files = dict(state.base_files)
-    for rel in gone:
-        files.pop(rel, None)
-    files.update(delta)
-    state.files = files
-    state.rows = live_rows(state)
+            state.base_data = Base.open(path.parent / state.base)
+        except FileNotFoundError:
+            raise
+        except Exception as exc:  # ValueError for a base cut short, anything for garbage
+            raise DamagedIndex(f"unreadable manifest base ({exc})") from None
     return state
 
 
-def _unpickle(data: bytes):
-    """pickle.loads with the cyclic garbage collector paused.
+def unpickle(data: bytes):
+    """pickle.loads with the cyclic garbage collector paused (a manifest has no cycles).
 
-    Unpickling a large wiki's manifest creates hundreds of thousands of objects, and the
-    collections they trigger traverse all of them again and again: at 10,000 files this
-    halves the load (0.51 s instead of 1.00 s on a loaded machine). Nothing here forms a cycle.
+    A format-11 base (the upgrade path) creates hundreds of thousands of objects, and the
+    collections they trigger traverse all of them again and again. Nothing here forms a cycle.
     """
     import gc
 
@@ -185,26 +220,40 @@ def _unpickle(data: bytes):
             gc.enable()
 
 
-def save(path: Path, state: State, compact: bool = False) -> None:
+def save(path: Path, state: State, compact: bool = False, write_base: bool = False) -> None:
     """Write state.pkl atomically; compact=True first writes a new base of the whole manifest.
 
     Without compaction the write is proportional to what changed since the base.
+    write_base: write state.base_data as it is (an upgraded manifest: same physical layout).
     """
     from ..fsutil import atomic_write_bytes
 
     if compact or state.base is None:
-        state.base = f"rows-{state.generation}.pkl"
-        state.base_files, state.base_rows = dict(state.files), list(state.rows)
-        state.extra, state.dead = [], set()
-        blob = pickle.dumps((state.base_files, state.base_rows), protocol=pickle.HIGHEST_PROTOCOL)
-        atomic_write_bytes(path.parent / state.base, blob)
+        unembedded = sorted(state.unembedded)  # live indices: the slots of a compacted base
+        base = Base.build(dict(state.files), list(state.rows))
+        state.base, state.base_data = f"manifest-{state.generation}.bin", base
+        state.files_delta, state.files_gone = {}, set()
+        state.extra, state.dead, state.unembedded_slots = [], set(), set(unembedded)
+        state.changed()
+        write_base = True
+    if write_base:
+        assert state.base_data is not None
+        state.base_data.write(path.parent / str(state.base))
     state.written_ns = time.time_ns()
     atomic_write_bytes(path, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def walk(root: Path) -> dict[str, os.stat_result]:
-    """Every indexable markdown file under the wiki's track folders, with its stat."""
-    found: dict[str, os.stat_result] = {}
+Stat = tuple[int, int]  # (size, mtime_ns)
+
+
+def walk(root: Path) -> dict[str, Stat]:
+    """Every indexable markdown file under the wiki's track folders, with its size and mtime_ns.
+
+    Each directory is read through an open descriptor, so a file's stat resolves its
+    name relative to it rather than the whole path again (the stat calls are most of a
+    50,000-file scan).
+    """
+    found: dict[str, Stat] = {}
     try:
         tops = [e for e in os.scandir(root) if not e.name.startswith(".")]
     except FileNotFoundError:
@@ -214,25 +263,38 @@ def walk(root: Path) -> dict[str, os.stat_result]:
     while stack:
         directory, rel = stack.pop()
         try:
-            entries = list(os.scandir(directory))
+            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
         except OSError:
             continue
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            child = f"{rel}/{entry.name}"
-            if entry.is_symlink():
-                real = os.path.realpath(entry.path)
-                if not real.startswith(root_real + os.sep):
-                    continue  # a link leading outside the wiki is never followed
-            if entry.is_dir():
-                stack.append((entry.path, child))
-            elif entry.name.endswith(".md") and entry.is_file():
-                try:
-                    found[child] = entry.stat()
-                except OSError:
-                    continue
+        try:
+            _walk_dir(fd, directory, rel, root_real, stack, found)
+        finally:
+            os.close(fd)
     return found
+
+
+def _walk_dir(fd: int, directory: str, rel: str, root_real: str, stack: list, found: dict) -> None:
+    try:
+        with os.scandir(fd) as it:
+            entries = list(it)
+    except OSError:
+        return
+    for entry in entries:
+        name = entry.name
+        if name.startswith("."):
+            continue
+        if entry.is_symlink():
+            real = os.path.realpath(f"{directory}/{name}")
+            if not real.startswith(root_real + os.sep):
+                continue  # a link leading outside the wiki is never followed
+        try:
+            if entry.is_dir():
+                stack.append((f"{directory}/{name}", f"{rel}/{name}"))
+            elif name.endswith(".md") and entry.is_file():
+                info = entry.stat()
+                found[f"{rel}/{name}"] = (info.st_size, info.st_mtime_ns)
+        except OSError:
+            continue
 
 
 @dataclass
@@ -248,32 +310,37 @@ class ScanChanges:
         return bool(self.changed or self.deleted or self.touched)
 
 
-def scan(root: Path, state: State | None) -> tuple[ScanChanges, dict[str, os.stat_result]]:
-    """Compare the wiki with the manifest: stat every file, hash only those whose stat changed."""
+def scan(root: Path, state: State | None) -> tuple[ScanChanges, dict[str, Stat]]:
+    """Compare the wiki with the manifest: stat every file, hash only those whose stat changed.
+
+    The stats are compared whole first (one dict comparison, in C): on an unchanged wiki
+    only the files written within the racy window before the manifest are hashed.
+    """
     stats = walk(root)
-    known = state.files if state else {}
+    known = state.files.stats() if state else {}
     changes = ScanChanges()
     racy_before = (state.written_ns if state else 0) - RACY_NS
-    for rel, st in stats.items():
-        entry = known.get(rel)
-        same_stat = entry is not None and (entry.size, entry.mtime_ns) == (
-            st.st_size,
-            st.st_mtime_ns,
-        )
-        if same_stat and st.st_mtime_ns < racy_before:
-            continue
+    same = stats == known
+    if same:
+        suspects = [rel for rel, (_, mtime) in stats.items() if mtime >= racy_before]
+    else:
+        suspects = [
+            rel for rel, st in stats.items() if known.get(rel) != st or st[1] >= racy_before
+        ]
+    files = state.files if state else {}
+    for rel in suspects:
+        entry = files.get(rel)
         try:
             sha = file_sha256(root / rel)
         except OSError:
             continue
         if entry is not None and entry.sha256 == sha:
-            if entry.size != st.st_size or entry.mtime_ns != st.st_mtime_ns:
-                changes.touched[rel] = FileEntry(
-                    st.st_size, st.st_mtime_ns, sha, entry.problem, entry.meta
-                )
+            size, mtime = stats[rel]
+            if entry.size != size or entry.mtime_ns != mtime:
+                changes.touched[rel] = FileEntry(size, mtime, sha, entry.problem, entry.meta)
             continue
         changes.changed.append(rel)
         changes.hashes[rel] = sha
-    changes.deleted = sorted(set(known) - set(stats))
+    changes.deleted = [] if same else sorted(known.keys() - stats.keys())
     changes.changed.sort()
     return changes, stats

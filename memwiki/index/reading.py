@@ -10,7 +10,7 @@ from .chunker import Item, chunk
 
 
 def read_file_items(
-    root: Path, rel: str, sha: str | None, stat
+    root: Path, rel: str, sha: str | None, stat: tuple[int, int] | None
 ) -> tuple[list[Item], st.FileEntry, tuple[str, ...]]:
     """Chunk one file; a file that cannot be indexed gets a manifest entry with its problem."""
     from .. import recallfile as rfmod
@@ -26,7 +26,7 @@ def read_file_items(
     except OSError as exc:
         data, problem = b"", f"cannot read: {exc.strerror}"
     sha = sha or hashlib.sha256(data).hexdigest()
-    entry = st.FileEntry(len(data), stat.st_mtime_ns if stat else 0, sha)
+    entry = st.FileEntry(len(data), stat[1] if stat else 0, sha)
     if problem is None:
         problem = rfmod.size_problem(len(data))  # larger files are reported, not indexed
     if problem is None:

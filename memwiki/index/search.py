@@ -256,8 +256,9 @@ def retrieve(
             found_bm25 = bm25.search_hits(
                 snap.bm25_dir, query, candidates, track, searcher=snap.searcher()
             )
-        row_of = {r.id: i for i, r in enumerate(rows)}
-        bm25_hits = [(row_of[h], s) for h, s in found_bm25.items if h in row_of]
+        # Each hit's row through the manifest's id index: no id -> row map of the whole index.
+        at = ((rows.find(h), s) for h, s in found_bm25.items)
+        bm25_hits = [(i, s) for i, s in at if i is not None]
         coverage = found_bm25.coverage
     note = ""
     want_vectors = want_vectors and used_mode in ("hybrid", "vector")
@@ -289,7 +290,7 @@ def retrieve(
     results = _rollup(snap, fused, k)
     _fill_sections(snap, results, fused, budget)
     facts: dict[str, object] = {
-        "files": sum(1 for f in snap.state.files.values() if not f.problem),
+        "files": snap.state.indexed_files(),
         "items": len(rows),
         "embedder": snap.state.embedder if used_mode != "bm25" else None,
         "stale": snap.stale,

@@ -27,27 +27,22 @@ MAX_SEGMENTS = 8  # vector files beyond the base before the appended ones are me
 
 @dataclass
 class Plan:
-    """What an update writes: the new live rows and where each one's vector comes from."""
+    """What an update writes: the rows whose vectors are written now, and where each comes from.
 
-    rows: list[st.Row]
+    Slots are physical: the old state's for `source` and `departed`, the new layout's
+    for `dead` and `unembedded`.
+    """
+
     compact: bool
-    # rows (indices into `rows`) whose vectors are written now: all of them when compacting,
-    # else the appended ones (the last len(appended) rows)
-    write: list[int]
-    # new row index -> old row index whose vector it keeps (rows not in `write`, or
-    # compacted rows copied from the old vectors)
+    # rows written now: every live row when compacting, else the appended ones
+    rows: list[st.Row]
+    first_slot: int = 0  # physical slot of rows[0] in the new layout
+    # index in rows -> old physical slot whose vector it keeps
     source: dict[int, int] = field(default_factory=dict)
-    extra: list[st.Row] = field(default_factory=list)  # physical rows after the base
-    dead: set[int] = field(default_factory=set)
+    departed: list[int] = field(default_factory=list)  # old slots whose rows left the index
+    dead: set[int] = field(default_factory=set)  # tombstones of the new layout
     unembedded: set[int] = field(default_factory=set)  # kept rows that stay without a vector
-
-
-def live_slots(state: st.State) -> list[int]:
-    """Physical slot of every row of state.rows."""
-    total = state.physical_rows
-    if not state.dead:
-        return list(range(total))
-    return [i for i in range(total) if i not in state.dead]
+    removed: int = 0  # old live rows that left (replaced or deleted)
 
 
 def needs_compaction(old: st.State, removed: int, appended: int) -> bool:
@@ -58,50 +53,57 @@ def needs_compaction(old: st.State, removed: int, appended: int) -> bool:
 
 
 def plan_update(
-    old: st.State, keep: list[int], added: list[st.Row], embedding: bool, vectors_reusable: bool
+    old: st.State, gone: set[str], added: list[st.Row], embedding: bool, vectors_reusable: bool
 ) -> Plan:
-    """The layout of an update that keeps old rows `keep` (in order) and adds rows `added`.
+    """The layout of an update that drops the rows of files `gone` and adds rows `added`.
 
     embedding: this update fills in vectors, so kept rows still without one move to the
-    appended segment. vectors_reusable: the old vectors are of the model in use.
+    appended segment. vectors_reusable: the old vectors are of the model in use. Without
+    compaction the work is proportional to the files changed, not to the index.
     """
-    moved = [i for i in keep if i in old.unembedded] if embedding else []
-    removed = len(old.rows) - len(keep) + len(moved)
+    rows = old.rows
+    departed = rows.slots_of(gone)
+    leaving = set(departed)
+    moved = sorted(s for s in old.unembedded_slots if s not in leaving) if embedding else []
+    removed = len(departed) + len(moved)
     compact = not vectors_reusable or needs_compaction(old, removed, len(moved) + len(added))
     if compact:
-        rows = [old.rows[i] for i in keep] + added
-        source = {n: o for n, o in enumerate(keep) if o not in old.unembedded}
+        skip = old.dead | leaving
+        keep = [s for s in range(old.physical_rows) if s not in skip]
+        source = {n: s for n, s in enumerate(keep) if s not in old.unembedded_slots}
         unembedded = set() if embedding else set(range(len(keep))) - set(source)
-        return Plan(rows, True, list(range(len(rows))), source, unembedded=unembedded)
-    moved_set = set(moved)
-    stay = [i for i in keep if i not in moved_set]
-    rows = [old.rows[i] for i in stay] + [old.rows[i] for i in moved] + added
-    slots = live_slots(old)
-    stay_set = set(stay)
-    dead = old.dead | {slots[i] for i in range(len(old.rows)) if i not in stay_set}
-    appended = rows[len(stay) :]
-    source = {n: o for n, o in enumerate(stay)}
-    unembedded = {n for n, o in enumerate(stay) if o in old.unembedded}
+        new_rows = [rows.at_slot(s) for s in keep] + added
+        return Plan(
+            True, new_rows, 0, source, departed, unembedded=unembedded, removed=len(departed)
+        )
     return Plan(
-        rows,
         False,
-        list(range(len(stay), len(rows))),
-        source,
-        extra=old.extra + appended,
-        dead=dead,
-        unembedded=unembedded,
+        [rows.at_slot(s) for s in moved] + added,
+        old.physical_rows,
+        departed=departed,
+        dead=old.dead | leaving | set(moved),
+        unembedded=old.unembedded_slots - leaving - set(moved),
+        removed=len(departed),
     )
 
 
-def apply_layout(new: st.State, old: st.State | None, plan: Plan) -> None:
-    """Give new the rows and physical layout of plan (the base is the old one unless compacting)."""
-    new.rows = plan.rows
+def apply_layout(
+    new: st.State, old: st.State | None, plan: Plan, files: dict[str, st.FileEntry] | None
+) -> None:
+    """Give new the rows and physical layout of plan (the base is the old one unless compacting).
+
+    files: when compacting, every file entry of the new manifest; else None (new already
+    carries its delta of files).
+    """
     if plan.compact or old is None:
-        new.extra, new.dead = [], set()
-        new.base_files, new.base_rows = {}, []
-        return
-    new.base, new.base_files, new.base_rows = old.base, old.base_files, old.base_rows
-    new.extra, new.dead = plan.extra, plan.dead
+        new.base, new.base_data = None, None
+        new.files_delta, new.files_gone = dict(files or {}), set()
+        new.extra, new.dead = plan.rows, set()
+    else:
+        new.base, new.base_data = old.base, old.base_data
+        new.extra, new.dead = old.extra + plan.rows, plan.dead
+    new.unembedded_slots = set(plan.unembedded)
+    new.changed()
 
 
 def reusable(directory: Path, old: st.State, key: dict) -> bool:
@@ -126,7 +128,7 @@ def cleanup(directory: Path, state: st.State, old: st.State | None) -> None:
 
     states = [state] if old is None else [state, old]
     keep = {name for s in states for name, _ in s.segments} | {s.base for s in states}
-    for pattern in ("vectors-*.npy", "rows-*.pkl"):
+    for pattern in ("vectors-*.npy", "rows-*.pkl", "manifest-*.bin"):
         for path in directory.glob(pattern):
             if path.name not in keep:
                 path.unlink(missing_ok=True)

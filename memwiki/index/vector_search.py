@@ -83,7 +83,7 @@ def vector_hits(snap: Snapshot, qvec, track: str | None, n: int) -> list[tuple[i
     scores = vector_scores(matrix, qvec, blocks_of(snap.state.embedder), valid)
     mask = valid
     if track:
-        on_track = np.array([r.track == track for r in snap.state.rows])
+        on_track = np.array(snap.state.rows.track_mask(track), dtype=bool)
         mask = on_track if mask is None else mask & on_track
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)

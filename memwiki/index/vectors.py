@@ -173,7 +173,7 @@ def write_vectors(
     Vectors come from the old segments (kept or moved text), the embedding cache, or the
     embedder. Returns how many texts were embedded, and the new matrix (so a reader need
     not open it again). Rows left without a vector (no embedder in this process) are
-    recorded in new.unembedded and masked out of vector search.
+    recorded in new.unembedded_slots and masked out of vector search.
     """
     from .segments import MAX_SEGMENTS
 
@@ -181,30 +181,25 @@ def write_vectors(
     if old_matrix is None and not plan.compact:
         raise ValueError("an appended segment needs the old vectors")
     dim = key["dim"]
-    write = plan.write
-    block = np.zeros((len(write), dim), dtype=np.float32)
-    old_slots = np.asarray(_slots(old) if old_matrix is not None else [], dtype=np.int64)
-    copied = [(n, plan.source[r]) for n, r in enumerate(write) if r in plan.source]
-    if copied and old_matrix is not None:
+    rows = plan.rows
+    block = np.zeros((len(rows), dim), dtype=np.float32)
+    copied = sorted(plan.source.items()) if old_matrix is not None else []
+    if copied:
         # Kept rows are copied in one numpy operation (a compaction runs on every row).
         at = np.asarray([n for n, _ in copied], dtype=np.int64)
-        block[at] = old_matrix.physical(old_slots[[o for _, o in copied]])
-    todo = [n for n, r in enumerate(write) if r not in plan.source or old_matrix is None]
+        block[at] = old_matrix.physical(np.asarray([s for _, s in copied], dtype=np.int64))
+    todo = [n for n in range(len(rows)) if n not in plan.source or old_matrix is None]
     known: dict[str, np.ndarray] = {}
     if old_matrix is not None and todo:
-        # Text that moved (a rename, another track) keeps its vector.
-        wanted = {plan.rows[write[n]].sha for n in todo}
-        found = [i for i, r in enumerate(old.rows) if r.sha in wanted and i not in old.unembedded]
-        for i, vec in zip(found, old_matrix.physical(old_slots[found]), strict=True):
-            known.setdefault(old.rows[i].sha, vec)
+        known = _held_vectors(old, {rows[n].sha for n in todo}, old_matrix)
     cache = EmbeddingCache(directory / "cache", key)
-    want = [plan.rows[write[n]].sha for n in todo]
+    want = [rows[n].sha for n in todo]
     known.update(cache.lookup([s for s in want if s not in known]))
     texts: dict[str, str] = {}
     if embedder is not None:
         by_sha = {it.sha: it.embed_text for it in items}
         for n in todo:
-            row = plan.rows[write[n]]
+            row = rows[n]
             if row.sha not in known and row.sha not in texts:
                 texts[row.sha] = by_sha.get(row.sha) or embed_text_of(root, row)
         if texts:
@@ -212,26 +207,27 @@ def write_vectors(
             known.update(zip(texts, fresh, strict=True))
     missing = set(plan.unembedded)
     for n in todo:
-        vec = known.get(plan.rows[write[n]].sha)
+        vec = known.get(rows[n].sha)
         if vec is None:
-            missing.add(write[n])
+            missing.add(plan.first_slot + n)
         else:
             block[n] = vec
     if old_matrix is not None:
-        _cache_departed(cache, old, plan, old_matrix, old_slots)
+        _cache_departed(cache, old, plan, old_matrix)
     new.embedder = key
-    new.unembedded = missing
+    new.unembedded_slots = missing
+    new.changed()
     name = f"vectors-{new.generation}.npy"
     if plan.compact:
         save_matrix(directory / name, block)
-        new.segments = [(name, len(plan.rows))]
+        new.segments = [(name, len(rows))]
     else:
         new.segments = list(old.segments)
         if len(new.segments) > MAX_SEGMENTS:  # merge the appended segments into one
             tail = [directory / f for f, _ in new.segments[1:]]
             parts = [
-                load_matrix(p, rows, dim)
-                for p, (_, rows) in zip(tail, new.segments[1:], strict=True)
+                load_matrix(p, count, dim)
+                for p, (_, count) in zip(tail, new.segments[1:], strict=True)
             ]
             block = np.concatenate([*parts, block])
             new.segments = new.segments[:1]
@@ -241,23 +237,37 @@ def write_vectors(
     return len(texts), block if plan.compact else open_matrix(directory, new)
 
 
-def _slots(state) -> list[int]:
-    from .segments import live_slots
+def _held_vectors(old, wanted: set[str], old_matrix) -> dict[str, np.ndarray]:
+    """Vectors the old index holds for these texts: a rename, another track, a copied section.
 
-    return live_slots(state)
+    Found through the manifest's sha index, so an edit looks up its own rows' texts only.
+    """
+    rows = old.rows
+    found: dict[str, int] = {}
+    for sha in wanted:
+        slot = rows.slot_of_sha(sha, old.unembedded_slots)
+        if slot is not None:
+            found[sha] = slot
+    if not found:
+        return {}
+    vecs = old_matrix.physical(np.asarray(list(found.values()), dtype=np.int64))
+    return dict(zip(found, vecs, strict=True))
 
 
-def _cache_departed(cache, old, plan, old_matrix, old_slots) -> None:
+def _cache_departed(cache, old, plan, old_matrix) -> None:
     """Vectors of rows that left the index go to the cache: their text may come back."""
-    stayed = set(plan.source.values())
-    moved = {r.sha for r in plan.rows}
+    staying = {r.sha for r in plan.rows}
+    rows = old.rows
     left = [
-        i
-        for i in range(len(old.rows))
-        if i not in stayed and i not in old.unembedded and old.rows[i].sha not in moved
+        s
+        for s in plan.departed
+        if s not in old.unembedded_slots and rows.at_slot(s).sha not in staying
     ]
     if left:
-        cache.add([old.rows[i].sha for i in left], old_matrix.physical(old_slots[left]))
+        cache.add(
+            [rows.at_slot(s).sha for s in left],
+            old_matrix.physical(np.asarray(left, dtype=np.int64)),
+        )
 
 
 def embed_text_of(root: Path, row) -> str:
