@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memwiki.index import bm25, bm25_score
+from memwiki.index import bm25, bm25_postings, bm25_score
 from memwiki.index.chunker import Item
 
 WORDS = (
@@ -89,21 +89,24 @@ def build(directory: Path, batches: list[list[tuple]]) -> dict[str, list[Item]]:
     return files
 
 
-def compare(directory: Path, queries) -> None:
+def compare(directory: Path, queries, limit: int = 7) -> None:
     searcher = bm25.open_searcher(directory)
     try:
         reader = searcher.reader()
         for words, track in queries:
             q = " ".join(words)
             terms = bm25.query_terms(q)
-            ref = bm25.search_hits_whoosh(reader, terms, 7, track) if terms else bm25.Hits([], 0)
-            got = bm25.search_hits(directory, q, 7, track, searcher=searcher)
+            ref = (
+                bm25.search_hits_whoosh(reader, terms, limit, track) if terms else bm25.Hits([], 0)
+            )
+            got = bm25.search_hits(directory, q, limit, track, searcher=searcher)
             assert [i for i, _ in got.items] == [i for i, _ in ref.items], (q, track)
             assert [s for _, s in got.items] == [s for _, s in ref.items], (q, track)
             assert got.coverage == ref.coverage
             if terms and reader.doc_count():
-                # the raw path itself, not a silent fall back to Whoosh's scoring
-                assert bm25_score.search(reader, terms, 7, track) == got
+                # the raw path itself (in Python and with numpy), not a silent fall back
+                for vectorised in (False, True):
+                    assert bm25_score.search(reader, terms, limit, track, vectorised) == got
     finally:
         searcher.close()
 
@@ -163,7 +166,7 @@ def test_postings_read_as_whoosh_reads_them(tmp_path):
             for field, text in leaf.all_terms():
                 if field == "id":
                     continue
-                got = bm25_score.postings(leaf, field, text.decode("utf-8"))
+                got = bm25_postings.postings(leaf, field, text.decode("utf-8"))
                 assert got == raw_matcher_postings(leaf, field, text), (field, text)
                 longest = max(longest, len(got[0]))
         assert longest > 2 * 128
@@ -181,6 +184,8 @@ def test_ties_at_the_cut_are_broken_by_item_id(tmp_path):
     assert [i for i, _ in hits.items] == sorted(i for i, _ in hits.items)
     assert hits.items[0][0] == "memory/f-0.md:1-9"
     assert len({s for _, s in hits.items}) == 1
+    # limit 2: each segment's 20 ties are more than it keeps (2 + TIE_MARGIN), so it is read whole
+    compare(directory, [(["webhook"], None), (["webhook", "secret"], "memory")], limit=2)
     compare(directory, [(["webhook"], None), (["webhook", "secret"], "memory")])
 
 
@@ -201,7 +206,7 @@ def test_empty_queries_absent_terms_and_an_all_deleted_index(tmp_path):
 def test_length_total_sums_what_the_bytes_stand_for(data):
     from whoosh.util.numeric import byte_to_length
 
-    assert bm25_score.length_total(data) == sum(byte_to_length(b) for b in data)
+    assert bm25_postings.length_total(data) == sum(byte_to_length(b) for b in data)
 
 
 @pytest.mark.parametrize(
@@ -222,8 +227,29 @@ def test_damaged_posting_blocks_are_unreadable_not_misread(tmp_path, damage):
         offset, length = info.extent()
         length = length[0] if isinstance(length, tuple) else length
         buf = leaf._terms._postfile.get(offset, length)
-        assert bm25_score.read_blocks(buf)[0] == raw_matcher_postings(leaf, "body", b"kafka")[0]
-        with pytest.raises(bm25_score.Unreadable):
-            bm25_score.read_blocks(damage(buf))
+        got = bm25_postings.read_blocks(buf).read()
+        assert got == raw_matcher_postings(leaf, "body", b"kafka")
+        with pytest.raises(bm25_postings.Unreadable):
+            bm25_postings.read_blocks(damage(buf)).read()
     finally:
         searcher.close()
+
+
+def test_body_blocks_that_cannot_matter_are_skipped_and_scores_stay_exact(tmp_path):
+    # "webhook" in every body (a low idf there) but in the titles of only the first ten
+    # files: the three best are decided by the titles, and body blocks of none but
+    # untitled files are never decoded
+    titled = [(0, n, ["webhook"] * 3 + ["secret"], 4) for n in range(10)]
+    plain = [(1, n, ["ledger", "kafka", "go", "webhook"], 1) for n in range(10, 400)]
+    directory = tmp_path / "bm25"
+    build(directory, [titled + plain, plain[:40:7]])
+    queries = [(["webhook"], None), (["webhook", "secret"], None), (["webhook"], "memory")]
+    for words, track in queries:
+        compare(directory, [(words, track)], limit=3)
+        for vectorised in (False, True):
+            searcher = bm25.open_searcher(directory)
+            terms = bm25.query_terms(" ".join(words))
+            bm25_score.search(searcher.reader(), terms, 3, track, vectorised)
+            searcher.close()
+            assert bm25_score.LAST_RUN["skipped"] > bm25_score.LAST_RUN["read"] > 0
+    compare(directory, queries)  # limit 7 and others: whatever the pruning does

@@ -1,8 +1,10 @@
 """BM25 over items: a Whoosh index with stemming, title-like fields boosted, OR semantics.
 
-Scores are computed from exact statistics of the live documents (see ExactBM25F), so that
+Scores are computed from exact statistics of the live documents (see LiveStats), so that
 an index after any sequence of edits ranks and scores exactly as a rebuild of the same
-files does, whatever Whoosh's segments and deletions look like.
+files does, whatever Whoosh's segments and deletions look like. bm25_score computes them
+from the raw posting lists; search_hits_whoosh, Whoosh's own scoring with ExactBM25F, is
+the reference it equals bit for bit and the fallback if Whoosh's internals change.
 """
 
 from __future__ import annotations
@@ -183,7 +185,7 @@ def search_hits(
 ) -> Hits:
     """Top items for the query with exact live statistics, and the best item's IDF coverage."""
     _whoosh()
-    from . import bm25_score
+    from . import bm25_postings, bm25_score
 
     terms = query_terms(query)
     if not terms or limit < 1:
@@ -196,7 +198,7 @@ def search_hits(
             return Hits([], 0.0)
         try:
             return bm25_score.search(reader, terms, limit, track)
-        except bm25_score.Unreadable:  # Whoosh's internals changed: let Whoosh score
+        except bm25_postings.Unreadable:  # Whoosh's internals changed: let Whoosh score
             return search_hits_whoosh(reader, terms, limit, track)
     finally:
         if own:
@@ -365,12 +367,12 @@ def _count_in(m, docnums: frozenset) -> int:
 
 def _live_length_total(leaf, field: str) -> int:
     """Sum of the one-byte field lengths of one segment's live documents."""
-    from . import bm25_score
+    from . import bm25_postings
 
     deleted = leaf.deleted_docs_set if leaf.has_deletions() else frozenset()
     try:
-        return bm25_score.live_length_total(leaf, field, deleted)
-    except bm25_score.Unreadable:  # no cheap access to the column: read document by document
+        return bm25_postings.live_length_total(leaf, field, deleted)
+    except bm25_postings.Unreadable:  # no cheap access to the column: read document by document
         return sum(
             leaf.doc_field_length(d, field) or 0
             for d in range(leaf.doc_count_all())
@@ -378,7 +380,8 @@ def _live_length_total(leaf, field: str) -> int:
         )
 
 
-def _exact_weighting(stats: LiveStats):
+def ExactBM25F(stats: LiveStats):  # noqa: N802 - reads as the class it makes
+    """Whoosh's BM25F with idf and average field lengths taken from LiveStats."""
     from whoosh.scoring import BM25F, WeightLengthScorer, bm25
 
     class Scorer(WeightLengthScorer):
@@ -396,8 +399,3 @@ def _exact_weighting(stats: LiveStats):
             return Scorer(searcher, fieldname, text, self.B, self.K1)
 
     return Weighting()
-
-
-def ExactBM25F(stats: LiveStats):  # noqa: N802 - reads as the class it makes
-    """Whoosh's BM25F with idf and average field lengths taken from LiveStats."""
-    return _exact_weighting(stats)

@@ -64,6 +64,13 @@ def gather_wiki(name: str, root: Path, queries) -> dict:
     return {"name": name, "paths": [r.path for r in rows], "files": paths, "queries": out}
 
 
+def wiki_root(set_name: str, w: dict) -> Path:
+    """Where a lab set's wiki lives: agentwiki and demo (lab_query.py demo) by name, LoCoMo by conversation."""
+    if set_name in ("agentwiki", "demo"):
+        return LAB / "wikis" / set_name
+    return LAB / "wikis" / f"locomo/{w['name']}"
+
+
 def gather() -> None:
     """Candidates for LoCoMo dev (one wiki per conversation) and agentwiki."""
     import json
@@ -281,7 +288,7 @@ def gather_fine(max_words: int = 40, header: bool = True) -> None:
     emb = None
     for name, ws in sets.items():
         for w in ws:
-            root = LAB / "wikis" / ("agentwiki" if name == "agentwiki" else f"locomo/{w['name']}")
+            root = wiki_root(name, w)
             index = Index(Wiki(root), load({"wiki": str(root)}), notify=lambda m: None)
             snap = index.snapshot(need_vectors=True)
             emb = emb or index.embedder()
@@ -310,7 +317,7 @@ def load_matrices(sets) -> None:
 
     for name, ws in sets.items():
         for w in ws:
-            root = LAB / "wikis" / ("agentwiki" if name == "agentwiki" else f"locomo/{w['name']}")
+            root = wiki_root(name, w)
             snap = Index(Wiki(root), load({"wiki": str(root)}), notify=lambda m: None).snapshot()
             w["matrix"] = snap.matrix()
 

@@ -202,9 +202,7 @@ def embed(model: str) -> None:
     n_items = 0
     for name, ws in sets.items():
         for w in ws:
-            root = (
-                lab.LAB / "wikis" / ("agentwiki" if name == "agentwiki" else f"locomo/{w['name']}")
-            )
+            root = lab.wiki_root(name, w)
             snap = Index(Wiki(root), load({"wiki": str(root)}), notify=lambda m: None).snapshot()
             rows = snap.state.rows
             assert [r.path for r in rows] == w["paths"]

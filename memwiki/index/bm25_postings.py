@@ -1,0 +1,250 @@
+"""Whoosh 3 posting lists and length columns read straight from a segment's files.
+
+Whoosh reads a posting at a time through its matchers; the scorer in bm25_score wants
+whole lists (or the blocks of a list that can matter) as Python lists, and the length
+columns as bytes. The codec's internals are reached by name; anything unexpected raises
+Unreadable, and bm25.search_hits then lets Whoosh score as before.
+"""
+
+from __future__ import annotations
+
+import pickle
+import zlib
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import accumulate
+
+# The first positions value of a block: protocol-2 pickles store bytes as a call of
+# `_codecs.encode`. None of these bytes is a pickle opcode that can occur in a tuple of
+# ints or floats, so the first match is where the block's values start.
+_VALUES_MARK = b"c_codecs\nencode\n"
+_MARK, _TUPLE3, _NONE, _STOP = b"(", b"\x87", b"N", b"."
+
+
+class Unreadable(Exception):
+    """Whoosh's internals are not what this module expects: score with Whoosh instead."""
+
+
+Decoded = tuple[list[int], list[float]]  # document numbers and weights
+
+
+@dataclass
+class Block:
+    """One block of a posting list: its header now, its postings when decoded."""
+
+    first: int  # no posting of the block has a smaller document number
+    last: int  # the block's last document number
+    count: int
+    max_weight: float  # as the weights read back: float32
+    min_length: int  # the smallest length byte of its documents
+    decode: Callable[[], Decoded]
+
+
+class Blocks:
+    """A term's posting list in one segment, deleted documents included, read block by block."""
+
+    def __init__(self, blocks: list[Block]):
+        self.blocks = blocks
+        self.count = sum(b.count for b in blocks)
+        self._decoded: dict[int, Decoded] = {}  # a block is decoded once
+
+    def read(self, wanted: Callable[[Block], bool] | None = None) -> Decoded:
+        """The postings of every block (or of those `wanted`), in document order."""
+        ids: list[int] = []
+        weights: list[float] = []
+        for j, block in enumerate(self.blocks):
+            if wanted is None or wanted(block):
+                if j not in self._decoded:
+                    self._decoded[j] = block.decode()
+                i, w = self._decoded[j]
+                ids.extend(i)
+                weights.extend(w)
+        return ids, weights
+
+
+def blocks(leaf, field: str, text: str) -> Blocks:
+    """The posting list of a term in one segment (no blocks when the term is not there)."""
+    from whoosh.reading import TermNotFound
+
+    try:
+        info = leaf.term_info(field, text)
+    except TermNotFound:
+        return Blocks([])
+    try:
+        if info.is_inlined():
+            ids, weights, _ = info.inlined_postings()
+            got = (list(ids), [float(w) for w in (weights or (1.0,) * len(ids))])
+            top = max(got[1], default=0.0)
+            return Blocks([Block(0, max(got[0], default=0), len(ids), top, 0, lambda: got)])
+        offset, length = info.extent()
+        if isinstance(length, tuple):  # W3TermInfo.from_bytes keeps struct.unpack's tuple
+            (length,) = length
+        postfile = getattr(getattr(leaf, "_terms"), "_postfile")  # noqa: B009 - internals
+        buf = postfile.get(offset, length)
+    except Exception as exc:  # a changed codec: attribute names
+        raise Unreadable(f"{type(exc).__name__}: {exc}") from exc
+    return read_blocks(buf)
+
+
+def postings(leaf, field: str, text: str) -> Decoded:
+    """Document numbers and weights of a term's postings in one segment, deleted ones included."""
+    return blocks(leaf, field, text).read()
+
+
+def read_blocks(buf: bytes) -> Blocks:
+    """A posting list's blocks; Unreadable if it is not laid out as Whoosh 3 writes it."""
+    try:
+        return Blocks(list(_read_blocks(buf)))
+    except Unreadable:
+        raise
+    except Exception as exc:  # a changed or damaged block layout
+        raise Unreadable(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _read_blocks(buf: bytes):
+    """The blocks of a posting list, headers parsed, postings decoded on demand.
+
+    The layout (W3PostingsWriter): a magic tag, then blocks of a signed length (negative
+    for the last block), a pickled info tuple (count, last id, max weight, compression,
+    min and max length byte) and the block's data.
+    """
+    from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC
+    from whoosh.system import unpack_int
+
+    if buf[:4] != WHOOSH3_HEADER_MAGIC:
+        raise Unreadable("no posting block tag")
+    view = memoryview(buf)
+    pos, last, first = 4, False, 0
+    while not last:
+        (size,) = unpack_int(view[pos : pos + 4])
+        last, size, pos = size < 0, abs(size), pos + 4
+        block = view[pos : pos + size]
+        info = pickle.loads(block)
+        # the info tuple's pickle is what Whoosh wrote: pickling it again gives its length
+        head = pickle.dumps(info, 2)
+        if block[: len(head)] != head:
+            raise Unreadable("unexpected block info")
+        n, last_id, top, compression, min_length = info[:5]
+        # weights are read back as float32, and rounding keeps their order
+        top = array("f", (top,))[0]
+        raw = block[len(head) :]
+        yield Block(first, last_id, n, top, min_length, _decoder(raw, n, compression))
+        first = last_id + 1
+        pos += size
+
+
+def _decoder(raw, n: int, compression: int) -> Callable[[], Decoded]:
+    def decode() -> Decoded:
+        try:
+            deltas, w = _ids_and_weights(_head(raw) if compression else bytes(raw), n)
+        except Unreadable:
+            raise
+        except Exception as exc:  # a damaged block
+            raise Unreadable(f"{type(exc).__name__}: {exc}") from exc
+        ids = list(accumulate(deltas))
+        if w is None:
+            return ids, [1.0] * n
+        if isinstance(w, float):
+            # Whoosh expands a block's one weight through array("f"), i.e. as float32
+            return ids, [array("f", (w,))[0]] * n
+        return ids, list(w)
+
+    return decode
+
+
+def _head(compressed) -> bytes:
+    """Enough of a compressed block to hold its ids and weights (all of it if it has no values).
+
+    The positions after them are about three quarters of a block: inflating only the
+    start halves the time spent in zlib.
+    """
+    inflate = zlib.decompressobj()
+    out = inflate.decompress(compressed, 2048)
+    while _VALUES_MARK not in out and not inflate.eof:
+        out += inflate.decompress(inflate.unconsumed_tail, 4096)
+    return out
+
+
+def _ids_and_weights(raw: bytes, n: int):
+    """The (delta ids, weights) of a block's pickled (ids, weights, values) tuple of n postings.
+
+    The values (encoded positions) are most of a block and cost most of its unpickling:
+    the pickle is cut where they start and closed with None in their place. A tuple of
+    more than 3 items starts with a MARK; the result's shape is checked, so a cut in the
+    wrong place fails instead of scoring wrong numbers.
+    """
+    at = raw.find(_VALUES_MARK)
+    if at > 0:
+        start = at - 1 if n > 3 else at
+        if n > 3 and raw[start:at] != _MARK:
+            raise Unreadable("no MARK before the block's values")
+        raw = raw[:start] + _NONE + _TUPLE3 + _STOP
+    data = pickle.loads(raw)
+    if not (isinstance(data, tuple) and len(data) == 3 and isinstance(data[0], tuple)):
+        raise Unreadable("unexpected block layout")
+    deltas, weights = data[0], data[1]
+    if len(deltas) != n or not (
+        weights is None
+        or isinstance(weights, float)
+        or (isinstance(weights, tuple) and len(weights) == n)
+    ):
+        raise Unreadable("block ids or weights do not match its length")
+    return deltas, weights
+
+
+def length_bytes(leaf, field: str) -> bytes | None:
+    """The field's one-byte lengths of every document of a segment (None: no such column).
+
+    Whoosh has no public way to read a whole length column; reading it document by
+    document costs about 80 ms on 10,000 items, the column itself well under 1 ms.
+    """
+    try:
+        from whoosh.codec.whoosh3 import LENGTHS_COLUMN
+
+        perdoc = getattr(leaf, "_perdoc")  # noqa: B009 - Whoosh internals, see above
+        col = getattr(perdoc, "_cached_reader")(f"_{field}_len", LENGTHS_COLUMN)  # noqa: B009
+        if col is None:
+            return None
+        start, count = getattr(col, "_basepos"), getattr(col, "_count")  # noqa: B009
+        data = bytes(getattr(col, "_dbfile").get(start, count))  # noqa: B009
+    except Exception as exc:
+        raise Unreadable(f"{type(exc).__name__}: {exc}") from exc
+    # documents after the column's last written one have the column's default, 0
+    return data + bytes(max(0, leaf.doc_count_all() - len(data)))
+
+
+def _digit_tables() -> list[bytes]:
+    from whoosh.util.numeric import byte_to_length
+
+    lengths = [byte_to_length(b) for b in range(256)]
+    return [bytes((n >> shift) & 0xFF for n in lengths) for shift in (0, 8, 16)]
+
+
+_DIGITS: list[bytes] = []
+
+
+def length_total(lengths: bytes) -> int:
+    """Sum of the field lengths that one-byte lengths stand for, with C-level loops only.
+
+    Each length is split into base-256 digits by a translation table; a digit column is
+    summed as bytes (Counter over 250,000 bytes takes 11 ms, this about 1.5 ms).
+    """
+    if not _DIGITS:
+        _DIGITS.extend(_digit_tables())
+    total = 0
+    for shift, table in zip((0, 8, 16), _DIGITS, strict=True):
+        digits = lengths.translate(table).translate(None, b"\x00")
+        total += sum(digits) << shift
+    return total
+
+
+def live_length_total(leaf, field: str, deleted: frozenset) -> int:
+    """Sum of the one-byte field lengths of one segment's live documents."""
+    lengths = length_bytes(leaf, field)
+    if lengths is None:
+        return 0
+    total = length_total(lengths)
+    if deleted:
+        total -= length_total(bytes(lengths[d] for d in deleted))
+    return total
