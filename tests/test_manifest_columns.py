@@ -246,3 +246,23 @@ def test_an_unchanged_scan_hashes_only_racy_files(tmp_path, monkeypatch):
     target.write_text(target.read_text() + "\nmore\n")
     changes, _ = manifest.scan(wiki.root, state)
     assert changes.changed == ["memory/f004.md"] and hashed == [target]
+
+
+def test_a_cold_bm25_retrieve_of_a_fresh_index_imports_no_numpy(tmp_path):
+    import subprocess
+    import sys
+
+    wiki = big_wiki(tmp_path / "w", files=20)
+    Index(wiki, hash_cfg(wiki.root), notify=lambda m: None).update()
+    code = (
+        "import sys\n"
+        "from memwiki.config import load\n"
+        "from memwiki.index.search import retrieve\n"
+        "from memwiki.wiki import Wiki\n"
+        f"root = {str(wiki.root)!r}\n"
+        "cfg = load({'wiki': root}, environ={'HOME': root, 'MEMWIKI_EMBED': 'hash'})\n"
+        "result = retrieve(Wiki(root), 'webhook 7', mode='bm25', config=cfg)\n"
+        "assert result.paths(), result\n"
+        "assert 'numpy' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
