@@ -185,6 +185,8 @@ class Index:
         inline_limit: int | None = None,
         deadline: float | None = None,
         status: dict | None = None,
+        speculate: bool = False,
+        prescanned: tuple | None = None,
     ) -> Snapshot:
         """A fresh, complete index, its files open: brought up to date first unless another writer holds it.
 
@@ -194,11 +196,15 @@ class Index:
         how long a reader waits for another writer. status, when given, records what
         this call is doing ("stage": "reading" or "updating"), for a caller that may
         give up waiting.
+
+        speculate: a large wiki's snapshot may come before its freshness scan is done
+        (index/forkscan.py); search it, then forkscan.confirm(). prescanned: its findings.
         """
         status = status if status is not None else {}
+        args = (need_vectors, inline_limit, deadline, status)
         for attempt in range(OPEN_ATTEMPTS):
             try:
-                return self._snapshot_once(need_vectors, inline_limit, deadline, status)
+                return self._snapshot_once(*args, speculate=speculate, pre=prescanned)
             except FileNotFoundError:
                 # A writer removed a generation between our reading state.pkl and opening
                 # its files: the state naming the newer files is already committed.
@@ -208,7 +214,7 @@ class Index:
         return self._snapshot_once(need_vectors, inline_limit, deadline, status, strict=False)
 
     def _snapshot_once(
-        self, need_vectors, inline_limit, deadline, status, strict: bool = True
+        self, need_vectors, inline_limit, deadline, status, strict=True, speculate=False, pre=None
     ) -> Snapshot:
         """One attempt; strict: a vanished file raises FileNotFoundError (a race to retry)."""
         status["stage"] = "reading"
@@ -217,13 +223,20 @@ class Index:
         scanned = None
         if problem is None:
             assert state is not None  # no problem means there is a state
-            changes, stats = st.scan(self.root, state)
-            scanned = (state, changes, stats)
-            if inline_limit is not None and embed:
-                embed = self._embed_estimate(state, changes) <= inline_limit
             # A progressive reader leaves the model check to its vector thread, so that a
             # fresh index is read without loading the model first.
             check_model = inline_limit is None
+            if speculate and not pre and self._unchanged_is_fresh(state, embed, inline_limit):
+                from .forkscan import speculate as scan_beside
+
+                args = (need_vectors, inline_limit, deadline, status)
+                snap = scan_beside(self._snap(state, strict=strict), args, need_vectors)
+                if snap is not None:
+                    return snap
+            changes, stats = pre[1:] if pre and pre[0] is state else st.scan(self.root, state)
+            scanned = (state, changes, stats)
+            if inline_limit is not None and embed:
+                embed = self._embed_estimate(state, changes) <= inline_limit
             wanted = embed and self._vectors_wanted(state, check_model)
             if not changes and not wanted and not state.upgraded:
                 return self._snap(state, strict=strict).open(vector_file=need_vectors)
@@ -253,6 +266,14 @@ class Index:
         finally:
             status["stage"] = "reading"
             lock.release()
+
+    def _unchanged_is_fresh(self, state: st.State, embed: bool, inline_limit) -> bool:
+        """Whether a scan finding nothing changed would return the state as it is."""
+        if state.upgraded:  # the upgrade is written by the update path
+            return False
+        estimate = self._embed_estimate(state, st.ScanChanges())
+        embed = embed and (inline_limit is None or estimate <= inline_limit)
+        return not (embed and self._vectors_wanted(state, inline_limit is None))
 
     def _embed_estimate(self, state: st.State, changes: st.ScanChanges) -> int:
         """About how many items a vector-complete update would embed now."""

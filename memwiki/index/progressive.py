@@ -103,7 +103,11 @@ def open_snapshot(index, mode: str, deadline: float | None, status: dict, notify
         wait_until = time.monotonic() + max(0.0, deadline - time.monotonic()) * WAIT_SHARE
     limit = -1 if deadline is not None else INLINE_EMBED_LIMIT
     return index.snapshot(
-        need_vectors=mode != "bm25", inline_limit=limit, deadline=wait_until, status=status
+        need_vectors=mode != "bm25",
+        inline_limit=limit,
+        deadline=wait_until,
+        status=status,
+        speculate=True,
     )
 
 

@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import bm25, vector_search
+from . import bm25, forkscan, vector_search
 from .indexer import Index, Snapshot, print_to_stderr
 
 MODES = ("hybrid", "bm25", "vector")
@@ -238,57 +238,67 @@ def retrieve(
         if mode == "vector" and embedder is None:
             raise StateError(f"vector mode needs an embedder: {index.embedder_note}")
         used_mode = mode if embedder is not None or mode == "bm25" else "bm25"
-        snap = index.snapshot(need_vectors=used_mode != "bm25")
-    rows = snap.state.rows
-    bm25_hits: list[tuple[int, float]] = []
-    vector_hits: list[tuple[int, float]] = []
-    coverage = 0.0
-    if (used_mode in ("hybrid", "bm25") or progressive) and query.strip():
-        try:
-            found_bm25 = bm25.search_hits(
-                snap.bm25_dir, query, candidates, track, searcher=snap.searcher()
+        snap = index.snapshot(need_vectors=used_mode != "bm25", speculate=True)
+    planned_mode = used_mode
+    # A speculative snapshot is searched while its freshness scan runs (index/forkscan.py);
+    # when the scan finds the wiki changed, the search runs again on the updated index.
+    for _attempt in range(2):
+        used_mode = planned_mode
+        rows = snap.state.rows
+        bm25_hits: list[tuple[int, float]] = []
+        vector_hits: list[tuple[int, float]] = []
+        coverage = 0.0
+        if (used_mode in ("hybrid", "bm25") or progressive) and query.strip():
+            try:
+                found_bm25 = bm25.search_hits(
+                    snap.bm25_dir, query, candidates, track, searcher=snap.searcher()
+                )
+            except Exception as exc:  # a Whoosh file damaged or deleted behind the manifest's back
+                notify(f"index damaged (BM25 {type(exc).__name__}); rebuilding it")
+                snap.close()
+                index.update(full=True, need_vectors=used_mode != "bm25" and not progressive)
+                snap = index.snapshot(need_vectors=used_mode != "bm25" and not progressive)
+                rows = snap.state.rows
+                found_bm25 = bm25.search_hits(
+                    snap.bm25_dir, query, candidates, track, searcher=snap.searcher()
+                )
+            # Each hit's row through the manifest's id index: no id -> row map of the whole index.
+            at = ((rows.find(h), s) for h, s in found_bm25.items)
+            bm25_hits = [(i, s) for i, s in at if i is not None]
+            coverage = found_bm25.coverage
+        note = ""
+        want_vectors = want_vectors and used_mode in ("hybrid", "vector")
+        if (
+            progressive
+            and want_vectors
+            and job is None
+            and not prog.vectors_fit(index, deadline, clock)
+        ):
+            used_mode, note = "bm25", "BM25 only: vectors would not be ready within the deadline"
+        elif progressive and want_vectors:
+            job = job or prog.VectorJob(index, query, deadline)
+            found = job.result(
+                snap, lambda sn, qvec: vector_search.vector_hits(sn, qvec, track, candidates)
             )
-        except Exception as exc:  # a Whoosh file damaged or deleted behind the manifest's back
-            notify(f"index damaged (BM25 {type(exc).__name__}); rebuilding it")
-            index.update(full=True, need_vectors=used_mode != "bm25" and not progressive)
-            snap = index.snapshot(need_vectors=used_mode != "bm25" and not progressive)
-            rows = snap.state.rows
-            found_bm25 = bm25.search_hits(
-                snap.bm25_dir, query, candidates, track, searcher=snap.searcher()
-            )
-        # Each hit's row through the manifest's id index: no id -> row map of the whole index.
-        at = ((rows.find(h), s) for h, s in found_bm25.items)
-        bm25_hits = [(i, s) for i, s in at if i is not None]
-        coverage = found_bm25.coverage
-    note = ""
-    want_vectors = want_vectors and used_mode in ("hybrid", "vector")
-    if (
-        progressive
-        and want_vectors
-        and job is None
-        and not prog.vectors_fit(index, deadline, clock)
-    ):
-        used_mode, note = "bm25", "BM25 only: vectors would not be ready within the deadline"
-    elif progressive and want_vectors:
-        job = job or prog.VectorJob(index, query, deadline)
-        found = job.result(
-            snap, lambda sn, qvec: vector_search.vector_hits(sn, qvec, track, candidates)
-        )
-        if found is None:  # not ready in time (or no vectors yet): the BM25 answer stands
-            used_mode, note = "bm25", job.reason
-        else:
-            vector_hits = found
-            if used_mode == "vector":
-                bm25_hits = []
-    elif want_vectors and embedder is not None:
-        qvec = vector_search.query_vector(embedder, query)
-        vector_hits = vector_search.vector_hits(snap, qvec, track, candidates)
-    ensemble = (snap.state.embedder or {}).get("provider") == "ensemble"
-    most = ENSEMBLE_WEIGHT_MAX if ensemble else VECTOR_WEIGHT_MAX
-    fused = fuse(bm25_hits, vector_hits, coverage, fusion, vector_weight, most)
-    fused, scope, person = scope_to_project(rows, fused, project, query)
-    results = _rollup(snap, fused, k)
-    _fill_sections(snap, results, fused, budget)
+            if found is None:  # not ready in time (or no vectors yet): the BM25 answer stands
+                used_mode, note = "bm25", job.reason
+            else:
+                vector_hits = found
+                if used_mode == "vector":
+                    bm25_hits = []
+        elif want_vectors and embedder is not None:
+            qvec = vector_search.query_vector(embedder, query)
+            vector_hits = vector_search.vector_hits(snap, qvec, track, candidates)
+        ensemble = (snap.state.embedder or {}).get("provider") == "ensemble"
+        most = ENSEMBLE_WEIGHT_MAX if ensemble else VECTOR_WEIGHT_MAX
+        fused = fuse(bm25_hits, vector_hits, coverage, fusion, vector_weight, most)
+        fused, scope, person = scope_to_project(rows, fused, project, query)
+        results = _rollup(snap, fused, k)
+        _fill_sections(snap, results, fused, budget)
+        fresh = forkscan.confirm(index, snap)
+        if fresh is snap:
+            break
+        snap = fresh
     facts: dict[str, object] = {
         "files": snap.state.indexed_files(),
         "items": len(rows),

@@ -30,6 +30,8 @@ class Snapshot:
     _vectors_fh: Any = field(default=None, repr=False)
     _searcher: Any = field(default=None, repr=False)
     strict: bool = True  # a vanished file raises FileNotFoundError (the caller retries)
+    # a freshness scan still running (index/forkscan.py): Index.confirm() settles it
+    pending_scan: Any = field(default=None, repr=False)
 
     @property
     def bm25_dir(self) -> Path:
@@ -86,7 +88,10 @@ class Snapshot:
         return self._matrix
 
     def close(self) -> None:
-        """Release the open files."""
+        """Release the open files (and stop a freshness scan nobody will confirm)."""
+        if self.pending_scan is not None:
+            self.pending_scan.cancel()
+            self.pending_scan = None
         if self._searcher is not None:
             self._searcher.close()
             self._searcher = None
