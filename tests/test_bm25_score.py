@@ -253,3 +253,30 @@ def test_body_blocks_that_cannot_matter_are_skipped_and_scores_stay_exact(tmp_pa
             searcher.close()
             assert bm25_score.LAST_RUN["skipped"] > bm25_score.LAST_RUN["read"] > 0
     compare(directory, queries)  # limit 7 and others: whatever the pruning does
+
+
+def test_numpy_is_not_ready_while_another_thread_imports_it() -> None:
+    # A hybrid retrieve imports numpy in its vector thread while BM25 runs; BM25 must not
+    # take the numpy path then (`import numpy` would wait for the whole import).
+    import subprocess
+    import sys
+
+    code = """
+import sys, threading, time
+from memwiki.index.bm25_score import numpy_ready
+assert not numpy_ready()
+seen = []
+t = threading.Thread(target=lambda: __import__("numpy"))
+t.start()
+for _ in range(20000):
+    if "numpy" in sys.modules:
+        seen.append(numpy_ready())
+        break
+    time.sleep(0.0001)
+t.join()
+print(seen, numpy_ready())
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.split()
+    assert out == ["[False]", "True"]

@@ -36,6 +36,19 @@ MARGIN = 1e-6
 LAST_RUN = {"read": 0, "skipped": 0}
 
 
+def numpy_ready() -> bool:
+    """True when numpy is imported and usable now, not being imported by another thread.
+
+    A hybrid retrieve imports numpy in its vector thread while BM25 runs: the module is in
+    sys.modules from the start of that import, and `import numpy` here would wait for the
+    whole import (about 100 ms cold) on its module lock, putting it back on the critical
+    path. Measured cold hybrid at 2k went from 0.81 to 0.95 of the reference that way.
+    """
+    module = sys.modules.get("numpy")
+    spec = getattr(module, "__spec__", None)
+    return module is not None and not getattr(spec, "_initializing", False)
+
+
 def search(reader, terms: list[str], limit: int, track: str | None, vectorised=None):
     """bm25.search_hits on an open reader, scored from the raw posting lists segment by segment.
 
@@ -47,7 +60,7 @@ def search(reader, terms: list[str], limit: int, track: str | None, vectorised=N
 
     fields = list(bm25.FIELD_BOOSTS)
     last = fields[-1]  # added last by Whoosh: the one field whose lists can be read in part
-    vectorised = "numpy" in sys.modules if vectorised is None else vectorised
+    vectorised = numpy_ready() if vectorised is None else vectorised
     leaves = [leaf for leaf, _ in bm25.leaf_readers(reader)]
     gone = [leaf.deleted_docs_set if leaf.has_deletions() else frozenset() for leaf in leaves]
     keys = [(f, t) for f in fields for t in terms]
