@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import agentwiki  # noqa: E402
 import cjk  # noqa: E402
+import fresh_clone  # noqa: E402
 import hook_load  # noqa: E402
 import latency  # noqa: E402
 import locomo  # noqa: E402
@@ -105,6 +106,7 @@ def main() -> None:
     if not args.skip_latency:
         latency.cold_ratios(files=args.files)  # cold hybrid/bm25 vs the reference, real model
         latency.main(files=args.files)
+        fresh_clone.main()  # a 70-file wiki without an index: first answer, then hybrid
     if not args.skip_scale:
         scale.main()  # 2k, 10k, 50k files: cold, edit, build, list, lint, RSS
         hook_load.main()  # the Claude Code hook with six CPU-bound processes competing
