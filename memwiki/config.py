@@ -21,6 +21,8 @@ SETTINGS: dict[str, tuple[str, str | None]] = {
     "git_timeout_s": ("MEMWIKI_GIT_TIMEOUT_S", "60"),
     "bridging_run": ("MEMWIKI_BRIDGING_RUN", None),
     "hook_budget_ms": ("MEMWIKI_HOOK_BUDGET_MS", "1500"),
+    # where prepared copies of the model live (embed/prepared.py); "off" keeps none
+    "model_cache": ("MEMWIKI_MODEL_CACHE", None),
     # `KEY=slug, ...`: a directory prefix or a remote URL mapped to a project (memwiki/project.py)
     "projects": ("MEMWIKI_PROJECTS", None),
 }
@@ -43,6 +45,7 @@ HOST_ENV = (
     "SSH_AUTH_SOCK",
     "GIT_SSH_COMMAND",
     "GIT_SSH",
+    "XDG_CACHE_HOME",
 )
 
 
@@ -99,6 +102,17 @@ class Config:
         """A directory holding model.onnx and tokenizer.json to use instead of the bundled model."""
         value = self.get("embed_model_dir")
         return Path(value).expanduser() if value else None
+
+    @property
+    def model_cache_dir(self) -> Path | None:
+        """Where prepared models are kept: model_cache, else $XDG_CACHE_HOME/memwiki/models; None if "off"."""
+        value = (self.get("model_cache") or "").strip()
+        if value.lower() in ("off", "none", "no", "false", "0"):
+            return None
+        if value:
+            return self.home / value[2:] if value.startswith("~/") else Path(value)
+        base = self.host_env.get("XDG_CACHE_HOME") or str(self.home / ".cache")
+        return Path(base) / "memwiki" / "models"
 
     @property
     def git_token(self) -> str | None:
