@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +38,8 @@ META = "prepared.json"
 _PROBE = [[101, 3638, 15113, 102, 0, 0], [101, 2129, 2079, 2057, 12661, 102]]
 #: Largest difference allowed between the source's and the copy's outputs on the probe.
 TOLERANCE = 1e-5
+#: A temporary folder this old belongs to a preparer that was killed.
+ABANDONED_AFTER_S = 600
 
 
 def key(source_sha256: str) -> str:
@@ -90,6 +93,15 @@ def unusable(cache_dir: Path, source_sha256: str) -> bool:
     return isinstance(meta, dict) and meta.get("usable") is False
 
 
+def _remove_abandoned(cache_dir: Path) -> None:
+    """Delete temporary folders of preparers that died (a live one takes seconds, not minutes)."""
+    now = time.time()
+    for tmp in cache_dir.glob(".prepare-*"):
+        with contextlib.suppress(OSError):
+            if now - tmp.stat().st_mtime > ABANDONED_AFTER_S:
+                shutil.rmtree(tmp)
+
+
 def _outputs(session: ort.InferenceSession) -> np.ndarray:
     ids = np.array(_PROBE, dtype=np.int64)
     mask = (ids != 0).astype(np.int64)
@@ -119,6 +131,7 @@ def prepare(source: Path, source_sha256: str, cache_dir: Path) -> Path | None:
     if found is not None or unusable(cache_dir, source_sha256):
         return found
     cache_dir.mkdir(parents=True, exist_ok=True)
+    _remove_abandoned(cache_dir)
     tmp = Path(tempfile.mkdtemp(prefix=".prepare-", dir=cache_dir))
     try:
         opts = _options(ort.GraphOptimizationLevel.ORT_ENABLE_BASIC)
