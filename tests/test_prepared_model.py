@@ -168,7 +168,10 @@ def test_a_query_that_ran_the_model_file_starts_the_background_build(tmp_path, r
         "---\nname: webhook\ndescription: rotating the webhook secret\n---\n"
         "## Rotate\nRotate the webhook secret every quarter.\n"
     )
-    assert run_memwiki("--wiki", wiki.root, "reindex", env={"MEMWIKI_MODEL_CACHE": "off"}).returncode == 0
+    assert (
+        run_memwiki("--wiki", wiki.root, "reindex", env={"MEMWIKI_MODEL_CACHE": "off"}).returncode
+        == 0
+    )
     cache = tmp_path / "fresh-cache"
     env = {"MEMWIKI_MODEL_CACHE": str(cache)}
     first = run_memwiki("--wiki", wiki.root, "retrieve", "webhook secret", "--json", env=env)

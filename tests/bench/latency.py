@@ -192,7 +192,9 @@ def clean_env(home: Path) -> dict:
 
 def prepare_model(env: dict) -> None:
     """Write the prepared model copy in env's cache, as a user's first build (or doctor) does."""
-    code = "from memwiki.config import load; from memwiki.embed import prepare_model as p; p(load())"
+    code = (
+        "from memwiki.config import load; from memwiki.embed import prepare_model as p; p(load())"
+    )
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=600)
 
 
