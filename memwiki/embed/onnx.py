@@ -75,9 +75,11 @@ def _usable_cpus() -> int:
 
 def _session_options(threads: int | None = None, prepared: bool = False) -> ort.SessionOptions:
     opts = ort.SessionOptions()
-    if prepared and threads == 1:
-        # One query on the prepared model: prepacking would copy its mapped float weights
-        # into 90 MB of fresh memory (session 49 instead of 10 ms, docs/retrieval.md).
+    if prepared:
+        # Prepacking would copy the prepared model's mapped float weights into 90 MB of
+        # fresh memory (a session of 49 instead of 10 ms, docs/retrieval.md), and it changes
+        # the order of the sums: without it the vectors are bit for bit those of the
+        # shipped file, so an index is the same whichever process embedded which item.
         opts.add_session_config_entry("session.disable_prepacking", "1")
     # Measured on a 2-core machine: any optimisation level from "basic" up constant-folds
     # the int8 weights back into a 90 MB float graph, which doubles the cold start
