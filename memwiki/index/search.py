@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import bm25, forkscan, vector_search
+from . import bm25, feedback, forkscan, vector_search
 from .indexer import Index, Snapshot, print_to_stderr
 
 MODES = ("hybrid", "bm25", "vector")
@@ -183,6 +183,17 @@ def fuse(
     )
 
 
+def with_feedback(snap, fused, query, track, candidates, bm25_hits, vector_hits, fusion):
+    """Hybrid score fusion plus BM25 feedback from its best item (index/feedback.py).
+
+    Only where both lists took part: that is where it was measured (docs/retrieval.md,
+    "Third pass"); BM25 alone or vectors alone answer as they did.
+    """
+    if fusion != "score" or not bm25_hits or not vector_hits:
+        return fused
+    return feedback.expand(snap, fused, query, track, candidates)
+
+
 def retrieve(
     wiki,
     query: str,
@@ -292,6 +303,7 @@ def retrieve(
         ensemble = (snap.state.embedder or {}).get("provider") == "ensemble"
         most = ENSEMBLE_WEIGHT_MAX if ensemble else VECTOR_WEIGHT_MAX
         fused = fuse(bm25_hits, vector_hits, coverage, fusion, vector_weight, most)
+        fused = with_feedback(snap, fused, query, track, candidates, bm25_hits, vector_hits, fusion)
         fused, scope, person = scope_to_project(rows, fused, project, query)
         results = _rollup(snap, fused, k)
         _fill_sections(snap, results, fused, budget)
