@@ -60,8 +60,12 @@ def expansion_terms(
 
     total = sum(counts.values()) or 1
     docs = reader.doc_count()
-    leaves = [leaf for leaf, _ in bm25.leaf_readers(reader)]
-    gone = [leaf.deleted_docs_set if leaf.has_deletions() else frozenset() for leaf in leaves]
+    leaves, gone = [], []
+    for leaf, _ in bm25.leaf_readers(reader):
+        dead = leaf.deleted_docs_set if leaf.has_deletions() else frozenset()
+        if len(dead) < leaf.doc_count_all():  # a segment of deleted documents adds nothing
+            leaves.append(leaf)
+            gone.append(dead)
     skip = set(query_terms)
     weights: dict[str, float] = {}
     for term, count in counts.items():
@@ -90,9 +94,6 @@ def live_df(leaves, gone, field: str, term: str, most: float) -> int:
         return total
     for leaf, dead, raw in zip(leaves, gone, raws, strict=True):
         if not raw or not dead:
-            continue
-        if len(dead) == leaf.doc_count_all():
-            total -= raw  # a segment of deleted documents only
             continue
         try:
             found = bm25_postings.blocks(leaf, field, term)

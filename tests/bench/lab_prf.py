@@ -3,7 +3,9 @@
     python tests/bench/lab.py gather          # once: BM25 + MiniLM candidates in /tmp/memwiki-lab
     python tests/bench/lab_prf.py score       # every variant: LoCoMo dev, agentwiki, halves, kinds
     python tests/bench/lab_prf.py halves      # each family's parameters chosen on one half
-    python tests/bench/lab_prf.py hard        # where the missed relevant files sit, per variant
+    python tests/bench/lab_prf.py grid final  # each variant's gains and losses, in queries
+    python tests/bench/lab_prf.py hard        # where the missed relevant files sit
+    cd tests/bench && python lab_prf.py confirm   # the real pipeline, feedback off and on
 
 Families (docs/retrieval.md, "Third pass"): Rocchio feedback on the query vector from the
 fused first pass, "more like this" neighbours of the top files (item-item cosine), the
@@ -251,6 +253,9 @@ def rm3(lam, m=3, t=5, feedback="fused"):
     return run
 
 
+ALL_FIELDS = ("name", "description", "heading", "tags", "body")
+
+
 def runtime(lam, t, idf=True, df_fields=None, share=1.0):
     """The pipeline's own feedback (memwiki/index/feedback.py) on the lab's fused items."""
     from memwiki.index import feedback
@@ -354,7 +359,7 @@ def families():
             for t in (3, 5, 8, 10, 15)
         ],
         "runtime": [
-            (f"pipeline feedback l={lam} t={t}", runtime(lam, t))
+            (f"pipeline feedback l={lam} t={t}", runtime(lam, t, True, ALL_FIELDS, 1.0))
             for lam in (0.2, 0.3, 0.4, 0.5, 0.7)
             for t in (3, 5, 10, 15)
         ],
@@ -480,6 +485,30 @@ def halves(which=None) -> None:
             )
 
 
+def grid(which=None) -> None:
+    """Each variant of a family against the shipped fusion, in queries gained (+) or lost (-):
+    R@5-any / R@5-all on each agentwiki half (60 queries) and on LoCoMo dev (760)."""
+    sets = load(terms=True)
+    aw = sets["agentwiki"]
+    base_lo = evaluate(sets["locomo-dev"], shipped)
+    base_h = [evaluate(aw, shipped, lambda j, q, h=h: j % 2 == h) for h in (0, 1)]
+
+    def delta(a, b, n):
+        return f"{round((a['any'] - b['any']) * n):+d}/{round((a['all'] - b['all']) * n):+d}"
+
+    for fam, variants in families().items():
+        if which and fam not in which:
+            continue
+        for label, fn in variants:
+            lo = evaluate(sets["locomo-dev"], fn)
+            hs = [evaluate(aw, fn, lambda j, q, h=h: j % 2 == h) for h in (0, 1)]
+            print(
+                f"{label:<40} half 0 {delta(hs[0], base_h[0], 60)}  half 1 "
+                f"{delta(hs[1], base_h[1], 60)}  LoCoMo dev {delta(lo, base_lo, 760)}",
+                flush=True,
+            )
+
+
 def hard() -> None:
     """For agentwiki's queries that miss a relevant file in the top 5: its rank per list."""
     import numpy as np
@@ -578,4 +607,5 @@ if __name__ == "__main__":
     args = sys.argv[2:] or None
     commands = {"score": score, "halves": halves, "hard": lambda a=None: hard()}
     commands["confirm"] = lambda a=None: confirm()
+    commands["grid"] = grid
     commands[command](args)
