@@ -21,6 +21,8 @@ SETTINGS: dict[str, tuple[str, str | None]] = {
     "git_timeout_s": ("MEMWIKI_GIT_TIMEOUT_S", "60"),
     "bridging_run": ("MEMWIKI_BRIDGING_RUN", None),
     "hook_budget_ms": ("MEMWIKI_HOOK_BUDGET_MS", "1500"),
+    # where prepared copies of the model live (embed/prepared.py); "off" keeps none
+    "model_cache": ("MEMWIKI_MODEL_CACHE", None),
     # `KEY=slug, ...`: a directory prefix or a remote URL mapped to a project (memwiki/project.py)
     "projects": ("MEMWIKI_PROJECTS", None),
 }
@@ -43,6 +45,7 @@ HOST_ENV = (
     "SSH_AUTH_SOCK",
     "GIT_SSH_COMMAND",
     "GIT_SSH",
+    "XDG_CACHE_HOME",
 )
 
 
@@ -101,6 +104,17 @@ class Config:
         return Path(value).expanduser() if value else None
 
     @property
+    def model_cache_dir(self) -> Path | None:
+        """Where prepared models are kept: model_cache, else $XDG_CACHE_HOME/memwiki/models; None if "off"."""
+        value = (self.get("model_cache") or "").strip()
+        if value.lower() in ("off", "none", "no", "false", "0"):
+            return None
+        if value:
+            return self.home / value[2:] if value.startswith("~/") else Path(value)
+        base = self.host_env.get("XDG_CACHE_HOME") or str(self.home / ".cache")
+        return Path(base) / "memwiki" / "models"
+
+    @property
     def git_token(self) -> str | None:
         """The token for https remotes (MEMWIKI_GIT_TOKEN), if any."""
         return self.get("git_token") or None
@@ -123,6 +137,24 @@ class Config:
             return max(0.0, int(self.get("hook_budget_ms") or default) / 1000)
         except ValueError:
             return default / 1000
+
+
+#: Read by OpenBLAS (numpy's BLAS) when numpy is imported.
+BLAS_THREADS = "OPENBLAS_NUM_THREADS"
+
+
+def one_blas_thread() -> None:
+    """Give numpy's BLAS one thread in this process, unless the user chose a number.
+
+    Called by the command line before anything imports numpy. A memwiki process does one
+    matrix-vector product per query; a second BLAS thread halves it on an idle machine
+    but, on a busy one or beside the freshness scan's child (index/forkscan.py), waits
+    for a core and spins, and its pool costs start-up: cold retrieves measured 0.55
+    instead of 0.67 s at 50,000 files and 0.18 instead of 0.26 s at 2,000 (load 2,
+    docs/retrieval.md). One thread also makes the vector scores independent of the core
+    count (a threaded product sums in a different order).
+    """
+    os.environ.setdefault(BLAS_THREADS, "1")
 
 
 def config_file_path(environ: dict[str, str]) -> Path:

@@ -25,15 +25,24 @@ GIT_IDENTITY = {
 }
 
 
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory) -> Path:
+    """One prepared-model cache for the whole run: preparing costs 0.4 s and 90 MB each time."""
+    return tmp_path_factory.mktemp("model-cache")
+
+
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path_factory, monkeypatch) -> Path:
-    """A private HOME and XDG_CONFIG_HOME, no MEMWIKI_* variables, a git identity."""
+def isolated_env(tmp_path_factory, monkeypatch, model_cache) -> Path:
+    """A private HOME, XDG_CONFIG_HOME and XDG_CACHE_HOME, no MEMWIKI_* variables but a
+    shared prepared-model cache, a git identity."""
     home = tmp_path_factory.mktemp("home")
     for var in list(os.environ):
         if var.startswith("MEMWIKI_"):
             monkeypatch.delenv(var)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("MEMWIKI_MODEL_CACHE", str(model_cache))
     # The git CLI must not read the machine's or the developer's git configuration.
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)

@@ -55,6 +55,7 @@ def memwiki(*args: str, env: dict, **kw) -> subprocess.Popen:
 
 def env_for(tmp_path: Path, **extra) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWIKI_")}
+    env["MEMWIKI_MODEL_CACHE"] = os.environ["MEMWIKI_MODEL_CACHE"]  # shared: see conftest
     env.update(HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / ".config"), **extra)
     return env
 

@@ -202,6 +202,7 @@ def test_kill_9_between_segment_and_manifest_leaves_a_usable_index(tmp_path, poi
     Index(wiki, hash_cfg(wiki.root), notify=lambda m: None).update()
     write(wiki.root, "memory/f003.md", "file 3", "## Only\nwebhook secret rotation\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWIKI_")}
+    env["MEMWIKI_MODEL_CACHE"] = os.environ["MEMWIKI_MODEL_CACHE"]  # shared: see conftest
     done = subprocess.run(
         [sys.executable, "-c", KILLER, str(wiki.root), KILL_AT[point], str(tmp_path)],
         env=env,

@@ -31,7 +31,10 @@ _STARTED = process_start()
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `memwiki` console script."""
+    from ..config import one_blas_thread
     from .argv import scan_globals
+
+    one_blas_thread()  # before numpy is imported
 
     globals_ = scan_globals(sys.argv[1:] if argv is None else list(argv))
     try:

@@ -8,6 +8,7 @@ Its output (plain progress lines) goes to `.memwiki/logs/reindex.log`.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from pathlib import Path
@@ -74,6 +75,13 @@ def run(index, notify) -> str:
     if not lock.try_acquire():
         return "another background reindex is running"
     try:
+        from ..embed import prepare_model
+
+        # A retrieve that ran the plain model file starts this build for the prepared copy
+        # alone (embed/prepared.py); writing it here keeps 0.4 s off every answer.
+        with contextlib.suppress(Exception):  # the copy only saves time
+            if prepare_model(index.config):
+                notify("background reindex: the prepared model is in place")
         if _complete(index):  # a build that ran meanwhile left nothing to do
             notify("background reindex: the index is already complete")
             return "complete"

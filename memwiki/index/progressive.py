@@ -177,3 +177,12 @@ def vectors_need_work(snap, job: VectorJob | None, config) -> bool:
     if job is not None and job.model_mismatch:
         return True
     return snap.pending > 0
+
+
+def model_wants_preparing(index) -> bool:
+    """True when this answer's query ran the model file: its prepared copy is not written yet."""
+    if not index.embedder_loaded:
+        return False
+    from ..embed import wants_prepared
+
+    return wants_prepared(index.embedder())
