@@ -251,21 +251,54 @@ def hold_first_search(monkeypatch) -> tuple[list, list]:
     return opened, products
 
 
-def test_a_search_abandons_a_snapshot_announced_stale(tmp_path, monkeypatch, speculating) -> None:
-    # The first BM25 search waits for the child's word: the stale snapshot's vector
-    # product is then skipped, and the answer is the fresh snapshot's.
+def test_a_stale_search_skips_its_files_and_lends_its_vector_products(
+    tmp_path, monkeypatch, speculating
+) -> None:
+    # The first BM25 search waits for the child's word, so the first search is then known
+    # stale: its files are never rolled up, and the second search multiplies only the
+    # segment the update appended (vector_products.py). The answer is the fresh one.
+    from memwiki.index import search, vectors
+
     wiki = make(tmp_path, n=40)
     hashed = {"HOME": str(wiki.root.parent), "MEMWIKI_EMBED": "hash"}
     config = load({"wiki": str(wiki.root)}, environ=hashed)
     Index(wiki, config, notify=lambda m: None).update()
+    write(wiki.root, "memory/note-3.md", "an earlier edit makes two vector segments")
+    Index(wiki, config, notify=lambda m: None).update()
     write(wiki.root, "memory/note-7.md", "zebracorn replaced the kafka notes")
     opened, products = hold_first_search(monkeypatch)
+    multiplied: list[int] = []
+    real_product, real_rollup = vectors._product, search._rollup
+    rolled: list[int] = []
+
+    def counted_product(part, query):
+        multiplied.append(part.shape[0])
+        return real_product(part, query)
+
+    def counted_rollup(snap, *args):
+        rolled.append(snap.state.generation)
+        return real_rollup(snap, *args)
+
+    monkeypatch.setattr(vectors, "_product", counted_product)
+    monkeypatch.setattr(search, "_rollup", counted_rollup)
     found = retrieve(wiki, "zebracorn kafka", index=Index(wiki, config), notify=lambda m: None)
-    assert opened[0].pending_scan is None  # settled
-    assert products == [opened[-1].state.generation]  # the stale one was never multiplied
-    assert opened[-1].state.generation != opened[0].state.generation
+    stale, fresh = opened[0], opened[-1]
+    assert stale.pending_scan is None  # settled
+    assert products == [stale.state.generation, fresh.state.generation]
+    assert rolled == [fresh.state.generation]  # the stale snapshot's files never read
+    assert len(stale.state.segments) == 2 and len(fresh.state.segments) == 3
+    assert len(multiplied) == 3  # 2 for the stale snapshot, then only the appended one
+    assert multiplied[-1] == fresh.state.segments[-1][1]
     assert [r.path for r in found.results][:1] == ["memory/note-7.md"]
     assert no_children()
+    monkeypatch.setattr(forkscan, "SPECULATE_MIN_FILES", 10**9)
+    clone = tmp_path / "clone"
+    shutil.copytree(wiki.root, clone, ignore=shutil.ignore_patterns(".memwiki"))
+    c = load({"wiki": str(clone)}, environ=hashed)
+    rebuilt = retrieve(Wiki(clone), "zebracorn kafka", index=Index(Wiki(clone), c))
+    assert [(r.path, round(r.score, 9)) for r in found.results] == [
+        (r.path, round(r.score, 9)) for r in rebuilt.results
+    ]
 
 
 @settings(

@@ -140,18 +140,19 @@ def retrieve(
     planned_mode = used_mode
     # A speculative snapshot is searched while its freshness scan runs (index/forkscan.py);
     # when the scan finds the wiki changed, the search runs again on the updated index. A
-    # scan that has already announced a change (forkscan.stale) stops the first search at
-    # the next stage; confirm() never returns a speculative snapshot, so two attempts do.
+    # scan that has already announced a change (forkscan.stale) makes the first search
+    # skip its BM25 part and its files; its vector part still runs, as the next search
+    # reuses its products with the segments the update keeps (vector_products.py).
+    # confirm() never returns a speculative snapshot, so two attempts do.
+    qvec = None
     for _attempt in range(2):
         used_mode = planned_mode
         rows = snap.state.rows
         bm25_hits: list[tuple[int, float]] = []
         vector_hits: list[tuple[int, float]] = []
         coverage = 0.0
-        if forkscan.stale(snap):
-            snap = forkscan.confirm(index, snap)
-            continue
-        if (used_mode in ("hybrid", "bm25") or progressive) and query.strip():
+        stale = forkscan.stale(snap)
+        if (used_mode in ("hybrid", "bm25") or progressive) and query.strip() and not stale:
             try:
                 found_bm25 = bm25.search_hits(
                     snap.bm25_dir, query, candidates, track, searcher=snap.searcher()
@@ -171,9 +172,6 @@ def retrieve(
             coverage = found_bm25.coverage
         note = ""
         want_vectors = want_vectors and used_mode in ("hybrid", "vector")
-        if forkscan.stale(snap):
-            snap = forkscan.confirm(index, snap)
-            continue
         if (
             progressive
             and want_vectors
@@ -183,7 +181,9 @@ def retrieve(
             used_mode, note = "bm25", "BM25 only: vectors would not be ready within the deadline"
         elif progressive and want_vectors:
             job = job or prog.VectorJob(index, query, deadline)
-            found = job.result(snap, lambda sn, qvec: _vector_hits(sn, qvec, track, candidates))
+            found = job.result(
+                snap, lambda sn, qv: vector_search.vector_hits(sn, qv, track, candidates)
+            )
             if found is None:  # not ready in time (or no vectors yet): the BM25 answer stands
                 used_mode, note = "bm25", job.reason
             else:
@@ -191,9 +191,9 @@ def retrieve(
                 if used_mode == "vector":
                     bm25_hits = []
         elif want_vectors and embedder is not None:
-            qvec = vector_search.query_vector(embedder, query)
-            vector_hits = _vector_hits(snap, qvec, track, candidates)
-        if forkscan.stale(snap):
+            qvec = vector_search.query_vector(embedder, query) if qvec is None else qvec
+            vector_hits = vector_search.vector_hits(snap, qvec, track, candidates)
+        if stale or forkscan.stale(snap):
             snap = forkscan.confirm(index, snap)
             continue
         ensemble = (snap.state.embedder or {}).get("provider") == "ensemble"
@@ -226,11 +226,6 @@ def retrieve(
         facts["note"] = f"BM25 only: {index.embedder_note}"
     snap.close()
     return RetrievalResult(query, used_mode, results, facts)
-
-
-def _vector_hits(snap: Snapshot, qvec, track: str | None, n: int) -> list[tuple[int, float]]:
-    """vector_search.vector_hits, skipped when snap's scan has just announced a change."""
-    return [] if forkscan.stale(snap) else vector_search.vector_hits(snap, qvec, track, n)
 
 
 def _progress_facts(snap, job, mode, config, background, index) -> dict:
