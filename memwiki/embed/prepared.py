@@ -135,6 +135,13 @@ def prepare(source: Path, source_sha256: str, cache_dir: Path) -> Path | None:
         return found
     cache_dir.mkdir(parents=True, exist_ok=True)
     _remove_abandoned(cache_dir)
+    # A damaged copy goes out of the way first (readers keep their maps); looked at again
+    # just before, so a whole copy a racing preparer has just put in place stays.
+    if final.exists() and find(cache_dir, source_sha256) is None:
+        with contextlib.suppress(OSError):
+            stale = Path(tempfile.mkdtemp(prefix=".prepare-stale-", dir=cache_dir))
+            os.rename(final, stale / "copy")
+            shutil.rmtree(stale)
     tmp = Path(tempfile.mkdtemp(prefix=".prepare-", dir=cache_dir))
     try:
         opts = _options(ort.GraphOptimizationLevel.ORT_ENABLE_BASIC)
