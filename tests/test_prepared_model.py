@@ -162,6 +162,7 @@ def test_an_unwritable_cache_only_costs_time(tmp_path):
     emb, why = load_embedder(config(tmp_path, blocker / "models"))  # batch: tries to prepare
     assert emb is not None, why
     assert not emb.prepared
+    assert not wants_prepared(emb)  # nothing to start a background build for
     assert emb.embed(TEXTS[:1]).shape == (1, 384)
 
 

@@ -95,6 +95,18 @@ def unusable(cache_dir: Path, source_sha256: str) -> bool:
     return isinstance(meta, dict) and meta.get("usable") is False
 
 
+def writable(cache_dir: Path) -> bool:
+    """Whether a copy could be written under cache_dir (it, or its nearest existing parent)."""
+    path = Path(cache_dir)
+    for _ in range(64):  # bounded: a path has only so many parents
+        if path.exists():
+            return path.is_dir() and os.access(path, os.W_OK | os.X_OK)
+        if path.parent == path:
+            return False
+        path = path.parent
+    return False
+
+
 def _remove_abandoned(cache_dir: Path) -> None:
     """Delete temporary folders of preparers that died (a live one takes seconds, not minutes)."""
     now = time.time()
