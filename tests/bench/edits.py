@@ -11,7 +11,8 @@ scan child included), which a loaded machine disturbs less.
     python tests/bench/edits.py WIKI_DIR NAME=PYTHON [NAME=PYTHON ...] [--runs N] [--work DIR]
 
 WIKI_DIR is a built wiki, e.g. a scale.py cache entry's `wiki/` (never measured in place:
-each install gets a copy under --work). PYTHON is an interpreter with memwiki installed
+each install gets a copy under --work). The edit's mean and maximum show the occasional
+merge that a median hides. PYTHON is an interpreter with memwiki installed
 (e.g. /work/main/.venv/bin/python for main, .venv/bin/python for a worktree).
 """
 
@@ -109,9 +110,12 @@ def main() -> None:
     for name, r in results.items():
         nw, nc = (med(x[k] for x in r["nochange"]) * 1000 for k in (0, 1))
         ew, ec = (med(x[k] for x in r["edit"]) * 1000 for k in (0, 1))
+        mean = statistics.fmean(x[0] for x in r["edit"]) * 1000
+        worst = max(x[0] for x in r["edit"]) * 1000
         print(
             f"  {name:>8}: wall no-change {nw:5.0f} ms, edit {ew:5.0f} ms ({ew - nw:+.0f}, "
-            f"x{ew / nw:.2f}); CPU no-change {nc:5.0f} ms, edit {ec:5.0f} ms ({ec - nc:+.0f})"
+            f"x{ew / nw:.2f}; edit mean {mean:.0f}, max {worst:.0f}); "
+            f"CPU no-change {nc:5.0f} ms, edit {ec:5.0f} ms ({ec - nc:+.0f})"
         )
 
 
