@@ -341,8 +341,10 @@ class Index:
             changes, stats = scanned[1], scanned[2]
         else:
             changes, stats = st.scan(self.root, state)
-        vectors_wanted = need_vectors and self._vectors_wanted(state)
-        if not (changes.changed or changes.deleted or vectors_wanted):
+        # With files to re-index the embedder is asked for only after they are chunked
+        # (writing.apply): a retrieve's vector thread may be loading the model meanwhile.
+        edited = bool(changes.changed or changes.deleted)
+        if not (edited or (need_vectors and self._vectors_wanted(state))):
             merged = merge and writing.merge_bm25(self, state)
             if changes.touched:  # same bytes, new stat: remember it, nothing to re-index
                 state.files_delta.update(changes.touched)

@@ -9,6 +9,7 @@ code leaves it), and prints medians of wall time and of CPU time (user + system,
 scan child included), which a loaded machine disturbs less.
 
     python tests/bench/edits.py WIKI_DIR NAME=PYTHON [NAME=PYTHON ...] [--runs N] [--work DIR]
+        [--embed hash|onnx]
 
 WIKI_DIR is a built wiki, e.g. a scale.py cache entry's `wiki/` (never measured in place:
 each install gets a copy under --work). The edit's mean and maximum show the occasional
@@ -53,9 +54,11 @@ def run(python: str, wiki: Path, env: dict) -> float:
     return wall
 
 
-def measure(wiki: Path, installs: list[tuple[str, str]], runs: int, work: Path) -> dict:
+def measure(
+    wiki: Path, installs: list[tuple[str, str]], runs: int, work: Path, embed: str = "hash"
+) -> dict:
     """{name: {"nochange": [(wall, cpu)], "edit": [(wall, cpu)]}} over interleaved rounds."""
-    env = scale.bench_env(work / "home", "hash")
+    env = scale.bench_env(work / "home", embed)
     copies, targets = {}, {}
     for name, _ in installs:
         copy = work / name
@@ -95,11 +98,12 @@ def main() -> None:
     ap.add_argument("installs", nargs="+", help="NAME=PYTHON")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--work", type=Path, default=None, help="where the copies go")
+    ap.add_argument("--embed", default="hash", help="the embedder the wiki was built with")
     args = ap.parse_args()
     installs = [tuple(spec.split("=", 1)) for spec in args.installs]
     work = Path(tempfile.mkdtemp(prefix="memwiki-edits-", dir=args.work))
     try:
-        results = measure(args.wiki, installs, args.runs, work)  # type: ignore[arg-type]
+        results = measure(args.wiki, installs, args.runs, work, args.embed)  # type: ignore[arg-type]
     finally:
         shutil.rmtree(work, ignore_errors=True)
     med = statistics.median
