@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memwiki.index import bm25, bm25_postings, bm25_score
+from memwiki.index import bm25, bm25_postings, bm25_score, bm25_update
 from memwiki.index.chunker import Item
 
 WORDS = (
@@ -85,7 +85,7 @@ def build(directory: Path, batches: list[list[tuple]]) -> dict[str, list[Item]]:
         if k == 0:
             bm25.create(directory, [i for items in files.values() for i in items])
         else:
-            bm25.update(directory, removed, added, optimize=False)
+            bm25_update.update(directory, removed, added, optimize=False)
     return files
 
 
@@ -198,7 +198,7 @@ def test_empty_queries_absent_terms_and_an_all_deleted_index(tmp_path):
     assert bm25.search_hits(directory, "kafka", 0) == bm25.Hits([], 0.0)
     # a term no item has weighs nothing in the coverage
     assert bm25.search_hits(directory, "kafka absentword", 10).coverage == 1.0
-    bm25.update(directory, ["memory/f-1.md"], [], optimize=False)
+    bm25_update.update(directory, ["memory/f-1.md"], [], optimize=False)
     assert bm25.search_hits(directory, "kafka", 10) == bm25.Hits([], 0.0)
 
 

@@ -171,7 +171,7 @@ def test_many_edits_compact_back_to_one_segment(tmp_path, monkeypatch):
 
 KILL_AT = {
     # after the new segment is written, before Whoosh commits
-    "after-segment": "memwiki.index.bm25:update",
+    "after-segment": "memwiki.index.bm25_update:update",
     # after the segment and the Whoosh commit, before state.pkl names them
     "before-manifest": "memwiki.index.manifest:save",
 }

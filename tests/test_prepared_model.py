@@ -90,7 +90,12 @@ def test_a_damaged_copy_is_not_used(tmp_path, damage):
     assert emb is not None, why
     assert not emb.prepared
     plain, _ = load_embedder(config(tmp_path, "off"), threads=1)
-    assert np.abs(emb.embed(TEXTS[:2]) - plain.embed(TEXTS[:2])).max() <= 1e-6
+    assert np.array_equal(emb.embed(TEXTS[:2]), plain.embed(TEXTS[:2]))
+    assert wants_prepared(emb)  # so the background build writes it again
+    assert prepare_model(config(tmp_path, cache))  # which replaces the damaged copy
+    assert [p.name for p in cache.iterdir()] == [folder.name]
+    fast, _ = load_embedder(config(tmp_path, cache), threads=1)
+    assert fast.prepared and np.array_equal(fast.embed(TEXTS[:2]), plain.embed(TEXTS[:2]))
 
 
 def test_a_copy_that_did_not_match_is_not_tried_again(tmp_path):
@@ -157,6 +162,7 @@ def test_an_unwritable_cache_only_costs_time(tmp_path):
     emb, why = load_embedder(config(tmp_path, blocker / "models"))  # batch: tries to prepare
     assert emb is not None, why
     assert not emb.prepared
+    assert not wants_prepared(emb)  # nothing to start a background build for
     assert emb.embed(TEXTS[:1]).shape == (1, 384)
 
 

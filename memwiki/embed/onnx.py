@@ -172,6 +172,7 @@ class OnnxEmbedder:
             cache is not None
             and prepared.find(cache, sha256 or "") is None
             and not prepared.unusable(cache, sha256 or "")
+            and prepared.writable(cache)  # else every query would start a build for nothing
         )
         return plain
 

@@ -95,6 +95,18 @@ def unusable(cache_dir: Path, source_sha256: str) -> bool:
     return isinstance(meta, dict) and meta.get("usable") is False
 
 
+def writable(cache_dir: Path) -> bool:
+    """Whether a copy could be written under cache_dir (it, or its nearest existing parent)."""
+    path = Path(cache_dir)
+    for _ in range(64):  # bounded: a path has only so many parents
+        if path.exists():
+            return path.is_dir() and os.access(path, os.W_OK | os.X_OK)
+        if path.parent == path:
+            return False
+        path = path.parent
+    return False
+
+
 def _remove_abandoned(cache_dir: Path) -> None:
     """Delete temporary folders of preparers that died (a live one takes seconds, not minutes)."""
     now = time.time()
@@ -135,6 +147,13 @@ def prepare(source: Path, source_sha256: str, cache_dir: Path) -> Path | None:
         return found
     cache_dir.mkdir(parents=True, exist_ok=True)
     _remove_abandoned(cache_dir)
+    # A damaged copy goes out of the way first (readers keep their maps); looked at again
+    # just before, so a whole copy a racing preparer has just put in place stays.
+    if final.exists() and find(cache_dir, source_sha256) is None:
+        with contextlib.suppress(OSError):
+            stale = Path(tempfile.mkdtemp(prefix=".prepare-stale-", dir=cache_dir))
+            os.rename(final, stale / "copy")
+            shutil.rmtree(stale)
     tmp = Path(tempfile.mkdtemp(prefix=".prepare-", dir=cache_dir))
     try:
         opts = _options(ort.GraphOptimizationLevel.ORT_ENABLE_BASIC)

@@ -16,7 +16,7 @@ from pathlib import Path
 from .chunker import Item
 
 INDEX_NAME = "items"
-OPTIMIZE_BELOW = 2_000  # items; see update()
+OPTIMIZE_BELOW = 2_000  # items; see should_optimize()
 MAX_DELETED_SHARE = 0.1
 # Title-like fields weigh more: a word in a file's name or a heading says more
 # about the item than the same word deep in its body.
@@ -51,7 +51,8 @@ def schema():
     )
 
 
-def _doc(item: Item) -> dict:
+def doc_fields(item: Item) -> dict:
+    """The Whoosh document of an item."""
     return {
         "id": item.id,
         "path": item.path,
@@ -73,7 +74,7 @@ def create(directory: Path, items: Iterable[Item]) -> int:
     ix = index.create_in(str(directory), schema(), indexname=INDEX_NAME)
     writer = ix.writer(limitmb=128)
     for item in items:
-        writer.add_document(**_doc(item))
+        writer.add_document(**doc_fields(item))
     writer.commit()
     return ix.latest_generation()
 
@@ -87,27 +88,6 @@ def should_optimize(live: int, deleted: int) -> bool:
     """
     total = live + deleted
     return total <= OPTIMIZE_BELOW or deleted > total * MAX_DELETED_SHARE
-
-
-def update(
-    directory: Path, removed_paths: Iterable[str], added: Iterable[Item], optimize: bool
-) -> int:
-    """Delete the items of removed paths and add new items, in one Whoosh commit."""
-    _whoosh()
-    from whoosh import index
-
-    ix = index.open_dir(str(directory), indexname=INDEX_NAME)
-    writer = ix.writer(timeout=30)
-    try:
-        for path in removed_paths:
-            writer.delete_by_term("path", path)
-        for item in added:
-            writer.add_document(**_doc(item))
-    except BaseException:
-        writer.cancel()
-        raise
-    writer.commit(optimize=optimize)
-    return ix.latest_generation()
 
 
 def latest_generation(directory: Path) -> int:

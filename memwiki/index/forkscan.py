@@ -8,6 +8,12 @@ parent has just loaded, on another core, while the parent searches that manifest
 index. Nearly always nothing changed and the answer stands; otherwise the parent brings
 the index up to date from the child's findings (no second walk) and searches again.
 
+The child says so early: its first byte is CHANGED, written the moment its walk meets a
+file whose stat differs from the manifest's, or NO_HINT once the walk is done without
+one. The search checks announced() between its stages (BM25, vectors, files) and
+abandons a snapshot the child has already found stale, so that an edit costs one search,
+not two (the findings, which decide, come after the hint).
+
 Only on Linux (fork of a threaded process is unsafe on macOS), and only for wikis large
 enough that the scan costs more than the fork. The child imports nothing (a module lock
 held by another thread at the fork would never be released in the child), writes its
@@ -39,6 +45,7 @@ SPECULATE_MIN_FILES = 5_000
 #: How long the parent waits for the child's findings before scanning by itself: the walk
 #: takes well under a second at 50,000 files; a child still busy after this is stuck.
 CHILD_TIMEOUT_S = 5.0
+CHANGED, NO_HINT = b"!", b"."  # the child's first byte (see the module docstring)
 
 
 class PendingScan:
@@ -47,10 +54,23 @@ class PendingScan:
     def __init__(self, pid: int, fd: int, state: st.State, args: SnapshotArgs):
         self.pid, self.fd, self.state = pid, fd, state
         self.args = args  # the snapshot() arguments a confirmation repeats
+        self._head: bytes | None = None  # the child's first byte, once read
+
+    def announced(self) -> bool:
+        """True once the child has found a change (or died): the snapshot is stale. Never waits."""
+        if self._head is None:
+            try:
+                ready, _, _ = select.select([self.fd], [], [], 0)
+                if not ready:
+                    return False
+                self._head = os.read(self.fd, 1)
+            except OSError:  # closed: settled already
+                return False
+        return self._head != NO_HINT  # CHANGED, or b"" when the child died before a word
 
     def result(self) -> tuple[st.ScanChanges, dict] | None:
         """(changes, stats of the changed and touched files), or None if the child failed."""
-        chunks: list[bytes] = []
+        chunks: list[bytes] = [self._head or b""]
         until = time.monotonic() + CHILD_TIMEOUT_S
         ok = False
         try:
@@ -66,10 +86,11 @@ class PendingScan:
         finally:
             os.close(self.fd)
             self._reap(kill=not ok)
-        if not ok:
+        data = b"".join(chunks)
+        if not ok or data[:1] not in (CHANGED, NO_HINT):
             return None
         try:
-            found = pickle.loads(b"".join(chunks))
+            found = pickle.loads(data[1:])
         except Exception:  # a child killed half-way: scan in-process
             return None
         return found if isinstance(found, tuple) and len(found) == 2 else None
@@ -109,7 +130,15 @@ def start(root: Path, state: st.State, args: SnapshotArgs) -> PendingScan | None
         code = 1
         try:
             os.close(r)
-            changes, stats = st.scan(root, state)
+            told = []
+
+            def tell() -> None:
+                os.write(w, CHANGED)  # one byte into an empty pipe: never blocks
+                told.append(True)
+
+            changes, stats = st.scan(root, state, on_change=tell)
+            if not told:
+                os.write(w, NO_HINT)
             wanted = set(changes.changed) | set(changes.touched)
             data = pickle.dumps(
                 (changes, {rel: stats[rel] for rel in wanted if rel in stats}),
@@ -141,6 +170,12 @@ def speculate(snap: Snapshot, args: SnapshotArgs, need_vectors: bool) -> Snapsho
     return snap
 
 
+def stale(snap: Snapshot) -> bool:
+    """True when snap's scan has already announced a change: its search can be abandoned."""
+    pending = snap.pending_scan
+    return pending is not None and pending.announced()
+
+
 def confirm(index: Index, snap: Snapshot) -> Snapshot:
     """snap itself when its scan found nothing changed, else a fresh snapshot of index.
 
@@ -153,7 +188,7 @@ def confirm(index: Index, snap: Snapshot) -> Snapshot:
         return snap
     found = pending.result()
     if found is not None and not found[0]:
-        return snap  # nothing changed: the answer stands
+        return snap  # nothing changed: the answer stands (or is searched in full now)
     snap.close()
     prescanned = (pending.state, *found) if found is not None else None
     need_vectors, inline_limit, deadline, status = pending.args

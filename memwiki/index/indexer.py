@@ -1,20 +1,10 @@
-"""Keeping the sidecar index fresh: incremental updates, full builds, locking and repair.
+"""Keeping the sidecar index fresh: reading it, incremental updates, full builds, locking, repair.
 
-Write order of an update (state.pkl last, as the commit point):
-  1. a new vector segment `vectors-<gen>.npy` (only the rows this update wrote, or every
-     row when it compacts, index/segments.py) and, when compacting, a new manifest base
-     `rows-<gen>.pkl`;
-  2. Whoosh commit (or a new Whoosh directory for a full build);
-  3. `state.pkl` naming all of them;
-  4. files no state of this or the previous generation names are removed.
-A process killed before 3 leaves the previous state.pkl, whose files still exist, or
-(killed between 2 and 3) a Whoosh generation the state does not name: the next
-command sees the mismatch and rebuilds, taking vectors from the old segments.
+What is written, and in which order, is in index/writing.py.
 """
 
 from __future__ import annotations
 
-import shutil
 import sys
 import threading
 import time
@@ -24,9 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import StateError
-from . import bm25, segments
+from . import bm25, writing
 from . import manifest as st
-from .reading import read_many, row_of
 from .snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -315,23 +304,33 @@ class Index:
     # ------------------------------------------------------------ writing
 
     def update(self, full: bool = False, need_vectors: bool = True) -> UpdateReport:
-        """Bring the index up to date (or rebuild it whole), waiting for the writer lock."""
+        """Bring the index up to date (or rebuild it whole), waiting for the writer lock.
+
+        This is the work that may take longer (`memwiki reindex`, the pre-commit and
+        background reindex): it also merges the small BM25 segments that readers' inline
+        updates leave (index/bm25_update.py).
+        """
         with self.lock():
-            return self._update_locked(need_vectors, full=full)
+            return self._update_locked(need_vectors, full=full, merge=True)
 
     def _update_locked(
-        self, need_vectors: bool, full: bool = False, scanned: tuple | None = None
+        self,
+        need_vectors: bool,
+        full: bool = False,
+        scanned: tuple | None = None,
+        merge: bool = False,
     ) -> UpdateReport:
         """Update under the lock; scanned = (state, changes, stats) of a scan made just before.
 
         The scan is reused when no other writer committed since (the same state object):
-        a stat walk of a large wiki is the largest part of a small update.
+        a stat walk of a large wiki is the largest part of a small update. merge: merge
+        the small BM25 segments now (see update()).
         """
         state, problem = self._load()
         if problem and problem != "no index yet":
             self.notify(f"index damaged ({problem}); rebuilding it")
         if full or problem:
-            return self._build(state, need_vectors)
+            return writing.build(self, state, need_vectors)
         assert state is not None  # no problem means there is a state
         if state.upgraded:
             # An older manifest format read as this one: persist it, Whoosh and vectors kept.
@@ -342,95 +341,15 @@ class Index:
             changes, stats = scanned[1], scanned[2]
         else:
             changes, stats = st.scan(self.root, state)
-        vectors_wanted = need_vectors and self._vectors_wanted(state)
-        if not (changes.changed or changes.deleted or vectors_wanted):
+        # With files to re-index the embedder is asked for only after they are chunked
+        # (writing.apply): a retrieve's vector thread may be loading the model meanwhile.
+        edited = bool(changes.changed or changes.deleted)
+        if not (edited or (need_vectors and self._vectors_wanted(state))):
+            merged = merge and writing.merge_bm25(self, state)
             if changes.touched:  # same bytes, new stat: remember it, nothing to re-index
                 state.files_delta.update(changes.touched)
+            if changes.touched or merged:
                 state.changed()
                 st.save(self.state_path, state)
             return UpdateReport(state=state)
-        return self._apply(state, changes, stats, need_vectors)
-
-    def _chunk_many(self, rels: list[str], hashes: dict, stats: dict, report: UpdateReport):
-        items, files, projects, problems = read_many(self.root, rels, hashes, stats, self.notify)
-        report.problems.update(problems)
-        report.indexed.extend(rel for rel in rels if rel not in problems)
-        return items, files, projects
-
-    def _build(self, old: st.State | None, need_vectors: bool) -> UpdateReport:
-        report = UpdateReport(full=True)
-        stats = st.walk(self.root)
-        items, files, projects = self._chunk_many(sorted(stats), {}, stats, report)
-        gen = (old.generation if old else 0) + 1
-        bm25_dir = f"bm25-{gen}"
-        target = self.directory / bm25_dir
-        if target.exists():
-            shutil.rmtree(target)
-        whoosh_gen = bm25.create(target, items)
-        new = st.State(generation=gen, bm25_dir=bm25_dir, whoosh_generation=whoosh_gen)
-        rows = [row_of(i, projects.get(i.path, ())) for i in items]
-        plan = segments.Plan(True, rows)
-        segments.apply_layout(new, None, plan, files)
-        self._write_vectors(old, new, plan, need_vectors, report, items)
-        st.save(self.state_path, new, compact=True)
-        segments.cleanup(self.directory, new, old)
-        report.state = new
-        return report
-
-    def _apply(
-        self, old: st.State, changes: st.ScanChanges, stats: dict, need_vectors: bool
-    ) -> UpdateReport:
-        report = UpdateReport()
-        items, changed_files, projects = self._chunk_many(
-            changes.changed, changes.hashes, stats, report
-        )
-        gone = set(changes.changed) | set(changes.deleted)
-        report.removed = sorted(set(changes.deleted))
-        gen = old.generation + 1
-        new = st.State(generation=gen, bm25_dir=old.bm25_dir)
-        added = [row_of(i, projects.get(i.path, ())) for i in items]
-        emb = self.embedder() if need_vectors else None
-        key = self._model_key(emb) if emb is not None else old.embedder
-        plan = segments.plan_update(
-            old,
-            gone,
-            added,
-            emb is not None,
-            key is None or segments.reusable(self.directory, old, key),
-        )
-        files = None
-        if plan.compact:  # the whole manifest is written again: every entry, materialised
-            files = {k: v for k, v in old.files.items() if k not in gone}
-            files.update(changes.touched)
-            files.update(changed_files)
-        else:  # only the delta against the old base
-            entries = {**changes.touched, **changed_files}
-            new.files_delta, new.files_gone = st.file_delta(old, changes.deleted, entries)
-        segments.apply_layout(new, old, plan, files)
-        self._write_vectors(old, new, plan, need_vectors, report, items)
-        if gone or items:
-            deleted = old.bm25_deleted + plan.removed
-            optimize = bm25.should_optimize(len(new.rows), deleted)
-            new.bm25_deleted = 0 if optimize else deleted
-            new.whoosh_generation = bm25.update(
-                self.directory / old.bm25_dir, sorted(gone), items, optimize
-            )
-        else:
-            new.whoosh_generation = old.whoosh_generation
-            new.bm25_deleted = old.bm25_deleted
-        st.save(self.state_path, new, compact=plan.compact)
-        segments.cleanup(self.directory, new, old)
-        report.state = new
-        return report
-
-    def _write_vectors(self, old, new, plan, need_vectors, report, items):
-        """Write the vectors of plan: kept rows from the old segments, others from cache or embedder."""
-        emb = self.embedder() if need_vectors else None
-        key = self._model_key(emb) if emb is not None else (old.embedder if old else None)
-        if key is None:
-            return  # no embedder and no vectors before: BM25 only
-        from .vectors import write_vectors  # numpy: not on the BM25-only path
-
-        report.embedded, report.matrix = write_vectors(
-            self.directory, self.root, old, new, plan, items, emb, key, self.notify
-        )
+        return writing.apply(self, state, changes, stats, need_vectors, merge)

@@ -19,6 +19,7 @@ import os
 import pickle
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -267,12 +268,13 @@ def save(path: Path, state: State, compact: bool = False, write_base: bool = Fal
 Stat = tuple[int, int]  # (size, mtime_ns)
 
 
-def walk(root: Path) -> dict[str, Stat]:
+def walk(root: Path, watch: Watch | None = None) -> dict[str, Stat]:
     """Every indexable markdown file under the wiki's track folders, with its size and mtime_ns.
 
     One lstat per entry, by name relative to an open descriptor of its directory: the
     stat calls are most of a 50,000-file scan, and this is about as few as a stat walk
     can make (a scandir entry's type checks and a second stat cost 10-15% more).
+    watch: told of the first file whose stat differs from the one it knows, as it is found.
     """
     found: dict[str, Stat] = {}
     try:
@@ -288,17 +290,23 @@ def walk(root: Path) -> dict[str, Stat]:
         except OSError:
             continue
         try:
-            _walk_dir(fd, directory, rel, root_real, stack, found)
+            _walk_dir(fd, directory, rel, root_real, stack, found, watch)
+            if watch is not None and watch.known is None:
+                watch = None  # it has been told: the rest of the walk runs as without it
         finally:
             os.close(fd)
     return found
 
 
-def _walk_dir(fd: int, directory: str, rel: str, root_real: str, stack: list, found: dict) -> None:
+def _walk_dir(
+    fd: int, directory: str, rel: str, root_real: str, stack: list, found: dict, watch
+) -> None:
     try:
         names = os.listdir(fd)
     except OSError:
         return
+    known = watch.known.get if watch is not None and watch.known is not None else None
+    since = watch.since if watch is not None else 0
     for name in names:
         if name.startswith("."):
             continue
@@ -316,7 +324,26 @@ def _walk_dir(fd: int, directory: str, rel: str, root_real: str, stack: list, fo
         if kind == stat.S_IFDIR:
             stack.append((f"{directory}/{name}", f"{rel}/{name}"))
         elif kind == stat.S_IFREG and name.endswith(".md"):
-            found[f"{rel}/{name}"] = (info.st_size, info.st_mtime_ns)
+            key = f"{rel}/{name}"
+            found[key] = value = (info.st_size, info.st_mtime_ns)
+            if known is not None and value[1] > since and known(key) != value:
+                known = watch.known = None
+                watch.on_change()
+
+
+@dataclass
+class Watch:
+    """What a walk compares as it goes: known stats, and whom to tell of the first difference.
+
+    Only files modified after `since` (ns: the racy window before the manifest was written,
+    as file times lag the clock by up to a tick) are looked up: a lookup per file in a
+    large dict would slow the walk by a fifth. A change with an older mtime (a copy that
+    keeps its times) goes unannounced, and the scan finds it all the same.
+    """
+
+    known: dict[str, Stat] | None
+    since: int
+    on_change: Callable[[], None]
 
 
 @dataclass
@@ -332,16 +359,21 @@ class ScanChanges:
         return bool(self.changed or self.deleted or self.touched)
 
 
-def scan(root: Path, state: State | None) -> tuple[ScanChanges, dict[str, Stat]]:
+def scan(
+    root: Path, state: State | None, on_change: Callable[[], None] | None = None
+) -> tuple[ScanChanges, dict[str, Stat]]:
     """Compare the wiki with the manifest: stat every file, hash only those whose stat changed.
 
     The stats are compared whole first (one dict comparison, in C): on an unchanged wiki
     only the files written within the racy window before the manifest are hashed.
+    on_change: called once, during the walk, at the first file modified since (about) the
+    manifest was written whose stat differs from it (a hint for a caller that can stop
+    work early; the result is the answer).
     """
-    stats = walk(root)
     known = state.files.stats() if state else {}
-    changes = ScanChanges()
     racy_before = (state.written_ns if state else 0) - RACY_NS
+    stats = walk(root, Watch(known, racy_before, on_change) if on_change is not None else None)
+    changes = ScanChanges()
     same = stats == known
     if same:
         suspects = [rel for rel, (_, mtime) in stats.items() if mtime >= racy_before]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from . import bm25, feedback, forkscan, vector_search
 from .indexer import Index, Snapshot, print_to_stderr
+from .results import FileResult, RetrievalResult, Section
 
 MODES = ("hybrid", "bm25", "vector")
 CANDIDATES = 100  # items taken from each list before fusion
@@ -30,108 +30,6 @@ CHARS_PER_TOKEN = 4
 # query names that project (chosen on tests/bench/projects.py; docs/guide.md, Projects).
 # A question asking who takes the share once more off every project's items.
 OTHER_PROJECT_FACTOR = 0.5
-
-
-@dataclass
-class Section:
-    """A part of a result file: its heading path and line range."""
-
-    heading: str
-    start_line: int
-    end_line: int
-    text: str
-    score: float
-
-    def to_dict(self) -> dict:
-        """JSON form."""
-        return {
-            "heading": self.heading,
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "text": self.text,
-            "score": round(self.score, 6),
-        }
-
-
-@dataclass
-class FileResult:
-    """One retrieved RecallFile with its best sections."""
-
-    path: str
-    track: str
-    name: str
-    description: str
-    score: float
-    sections: list[Section] = field(default_factory=list)
-    projects: tuple[str, ...] = ()  # empty: global memory
-
-    def to_dict(self) -> dict:
-        """JSON form."""
-        return {
-            "path": self.path,
-            "track": self.track,
-            "name": self.name,
-            "description": self.description,
-            "score": round(self.score, 6),
-            "project": self.projects[0] if self.projects else None,
-            "projects": list(self.projects),
-            "sections": [s.to_dict() for s in self.sections],
-            **({"conflict": True, "conflict_of": self.conflict_of} if self.conflict_of else {}),
-        }
-
-    @property
-    def conflict_of(self) -> str | None:
-        """The original's path when this file is an unresolved conflict copy memwiki wrote."""
-        from ..recallfile import conflict_copy_of
-
-        folder, _, base = self.path.rpartition("/")
-        stem = conflict_copy_of(base)
-        return None if stem is None else f"{folder}/{stem}.md" if folder else f"{stem}.md"
-
-
-@dataclass
-class RetrievalResult:
-    """The answer to one query."""
-
-    query: str
-    mode: str
-    results: list[FileResult]
-    index: dict
-
-    def to_dict(self) -> dict:
-        """JSON form (schema documented in docs/reference.md)."""
-        return {
-            "query": self.query,
-            "mode": self.mode,
-            "results": [r.to_dict() for r in self.results],
-            "index": self.index,
-        }
-
-    def paths(self) -> list[str]:
-        """The result files' paths, best first."""
-        return [r.path for r in self.results]
-
-    def mode_line(self) -> str:
-        """Which lists made the answer (and why vectors were left out, if they were)."""
-        note = self.index.get("note")
-        return f"<!-- memwiki mode: {self.mode}{f' ({note})' if note else ''} -->"
-
-    def to_markdown(self) -> str:
-        """A compact block an agent can paste into its context."""
-        if not self.results:
-            return f'<!-- memwiki: no memory matches "{self.query}" -->\n'
-        n = len(self.results)
-        out = [f'<!-- memwiki: {n} file{"" if n == 1 else "s"} for "{self.query}" -->']
-        out.append(self.mode_line())
-        for r in self.results:
-            mark = f" (unresolved conflict copy of {r.conflict_of})" if r.conflict_of else ""
-            owner = f" (project: {', '.join(r.projects)})" if r.projects else ""
-            out.append(f"\n## {r.path}{mark}\n{r.name}: {r.description}{owner}")
-            for s in r.sections:
-                where = f"lines {s.start_line}-{s.end_line}"
-                out.append(f"\n### {s.heading} ({where})" if s.heading else f"\n### ({where})")
-                out.append(s.text)
-        return "\n".join(out) + "\n"
 
 
 def rrf(ranked_lists: list[list[int]], k: int = RRF_K) -> dict[int, float]:
@@ -252,14 +150,20 @@ def retrieve(
         snap = index.snapshot(need_vectors=used_mode != "bm25", speculate=True)
     planned_mode = used_mode
     # A speculative snapshot is searched while its freshness scan runs (index/forkscan.py);
-    # when the scan finds the wiki changed, the search runs again on the updated index.
+    # when the scan finds the wiki changed, the search runs again on the updated index. A
+    # scan that has already announced a change (forkscan.stale) makes the first search
+    # skip its BM25 part and its files; its vector part still runs, as the next search
+    # reuses its products with the segments the update keeps (vector_products.py).
+    # confirm() never returns a speculative snapshot, so two attempts do.
+    qvec = None
     for _attempt in range(2):
         used_mode = planned_mode
         rows = snap.state.rows
         bm25_hits: list[tuple[int, float]] = []
         vector_hits: list[tuple[int, float]] = []
         coverage = 0.0
-        if (used_mode in ("hybrid", "bm25") or progressive) and query.strip():
+        stale = forkscan.stale(snap)
+        if (used_mode in ("hybrid", "bm25") or progressive) and query.strip() and not stale:
             try:
                 found_bm25 = bm25.search_hits(
                     snap.bm25_dir, query, candidates, track, searcher=snap.searcher()
@@ -289,7 +193,7 @@ def retrieve(
         elif progressive and want_vectors:
             job = job or prog.VectorJob(index, query, deadline)
             found = job.result(
-                snap, lambda sn, qvec: vector_search.vector_hits(sn, qvec, track, candidates)
+                snap, lambda sn, qv: vector_search.vector_hits(sn, qv, track, candidates)
             )
             if found is None:  # not ready in time (or no vectors yet): the BM25 answer stands
                 used_mode, note = "bm25", job.reason
@@ -298,8 +202,11 @@ def retrieve(
                 if used_mode == "vector":
                     bm25_hits = []
         elif want_vectors and embedder is not None:
-            qvec = vector_search.query_vector(embedder, query)
+            qvec = vector_search.query_vector(embedder, query) if qvec is None else qvec
             vector_hits = vector_search.vector_hits(snap, qvec, track, candidates)
+        if stale or forkscan.stale(snap):
+            snap = forkscan.confirm(index, snap)
+            continue
         ensemble = (snap.state.embedder or {}).get("provider") == "ensemble"
         most = ENSEMBLE_WEIGHT_MAX if ensemble else VECTOR_WEIGHT_MAX
         fused = fuse(bm25_hits, vector_hits, coverage, fusion, vector_weight, most)

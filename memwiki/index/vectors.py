@@ -66,9 +66,10 @@ class SegmentedMatrix:
     the segments.
     """
 
-    def __init__(self, parts: list[np.ndarray], live: np.ndarray | None):
+    def __init__(self, parts: list[np.ndarray], live: np.ndarray | None, keys: list | None = None):
         self.parts = parts
         self.live = live
+        self.keys = keys or [None] * len(parts)  # the segments' files (vector_products)
         self.offsets = np.cumsum([0] + [p.shape[0] for p in parts])
         rows = int(self.offsets[-1]) if live is None else len(live)
         self.shape = (rows, parts[0].shape[1] if parts else 0)
@@ -78,7 +79,11 @@ class SegmentedMatrix:
         return self.shape[0]
 
     def __matmul__(self, query: np.ndarray) -> np.ndarray:
-        scores = np.concatenate([_product(p, query) for p in self.parts])
+        from .vector_products import product
+
+        scores = np.concatenate(
+            [product(p, k, query, _product) for p, k in zip(self.parts, self.keys, strict=True)]
+        )
         return scores if self.live is None else scores[self.live]
 
     def physical(self, slots: np.ndarray) -> np.ndarray:
@@ -152,7 +157,9 @@ def open_matrix(directory: Path, state, sources=None):
         keep = np.ones(state.physical_rows, dtype=bool)
         keep[np.fromiter(state.dead, dtype=np.int64, count=len(state.dead))] = False
         live = np.flatnonzero(keep)
-    return SegmentedMatrix(parts, live)
+    from .vector_products import identity
+
+    return SegmentedMatrix(parts, live, [identity(src) for src in sources])
 
 
 def _old_matrix(directory: Path, old, key: dict):

@@ -1,0 +1,107 @@
+"""What a retrieve returns: files with their best sections, and its JSON and markdown forms."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Section:
+    """A part of a result file: its heading path and line range."""
+
+    heading: str
+    start_line: int
+    end_line: int
+    text: str
+    score: float
+
+    def to_dict(self) -> dict:
+        """JSON form."""
+        return {
+            "heading": self.heading,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "text": self.text,
+            "score": round(self.score, 6),
+        }
+
+
+@dataclass
+class FileResult:
+    """One retrieved RecallFile with its best sections."""
+
+    path: str
+    track: str
+    name: str
+    description: str
+    score: float
+    sections: list[Section] = field(default_factory=list)
+    projects: tuple[str, ...] = ()  # empty: global memory
+
+    def to_dict(self) -> dict:
+        """JSON form."""
+        return {
+            "path": self.path,
+            "track": self.track,
+            "name": self.name,
+            "description": self.description,
+            "score": round(self.score, 6),
+            "project": self.projects[0] if self.projects else None,
+            "projects": list(self.projects),
+            "sections": [s.to_dict() for s in self.sections],
+            **({"conflict": True, "conflict_of": self.conflict_of} if self.conflict_of else {}),
+        }
+
+    @property
+    def conflict_of(self) -> str | None:
+        """The original's path when this file is an unresolved conflict copy memwiki wrote."""
+        from ..recallfile import conflict_copy_of
+
+        folder, _, base = self.path.rpartition("/")
+        stem = conflict_copy_of(base)
+        return None if stem is None else f"{folder}/{stem}.md" if folder else f"{stem}.md"
+
+
+@dataclass
+class RetrievalResult:
+    """The answer to one query."""
+
+    query: str
+    mode: str
+    results: list[FileResult]
+    index: dict
+
+    def to_dict(self) -> dict:
+        """JSON form (schema documented in docs/reference.md)."""
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "results": [r.to_dict() for r in self.results],
+            "index": self.index,
+        }
+
+    def paths(self) -> list[str]:
+        """The result files' paths, best first."""
+        return [r.path for r in self.results]
+
+    def mode_line(self) -> str:
+        """Which lists made the answer (and why vectors were left out, if they were)."""
+        note = self.index.get("note")
+        return f"<!-- memwiki mode: {self.mode}{f' ({note})' if note else ''} -->"
+
+    def to_markdown(self) -> str:
+        """A compact block an agent can paste into its context."""
+        if not self.results:
+            return f'<!-- memwiki: no memory matches "{self.query}" -->\n'
+        n = len(self.results)
+        out = [f'<!-- memwiki: {n} file{"" if n == 1 else "s"} for "{self.query}" -->']
+        out.append(self.mode_line())
+        for r in self.results:
+            mark = f" (unresolved conflict copy of {r.conflict_of})" if r.conflict_of else ""
+            owner = f" (project: {', '.join(r.projects)})" if r.projects else ""
+            out.append(f"\n## {r.path}{mark}\n{r.name}: {r.description}{owner}")
+            for s in r.sections:
+                where = f"lines {s.start_line}-{s.end_line}"
+                out.append(f"\n### {s.heading} ({where})" if s.heading else f"\n### ({where})")
+                out.append(s.text)
+        return "\n".join(out) + "\n"

@@ -1,0 +1,139 @@
+"""Writing the sidecar index: a full build, an incremental update, a merge. Under the writer lock.
+
+Write order of an update (state.pkl last, as the commit point):
+  1. a new vector segment `vectors-<gen>.npy` (only the rows this update wrote, or every
+     row when it compacts, index/segments.py) and, when compacting, a new manifest base
+     `rows-<gen>.pkl`;
+  2. Whoosh commit (or a new Whoosh directory for a full build);
+  3. `state.pkl` naming all of them;
+  4. files no state of this or the previous generation names are removed.
+A process killed before 3 leaves the previous state.pkl, whose files still exist, or
+(killed between 2 and 3) a Whoosh generation the state does not name: the next
+command sees the mismatch and rebuilds, taking vectors from the old segments.
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import TYPE_CHECKING
+
+from . import bm25, bm25_update, segments
+from . import manifest as st
+from .reading import read_many, row_of
+
+if TYPE_CHECKING:
+    from .indexer import Index, UpdateReport
+
+
+def _chunk_many(index: Index, rels: list[str], hashes: dict, stats: dict, report: UpdateReport):
+    items, files, projects, problems = read_many(index.root, rels, hashes, stats, index.notify)
+    report.problems.update(problems)
+    report.indexed.extend(rel for rel in rels if rel not in problems)
+    return items, files, projects
+
+
+def build(index: Index, old: st.State | None, need_vectors: bool) -> UpdateReport:
+    """A new index of the whole wiki, beside the old one until the new state is committed."""
+    from .indexer import UpdateReport
+
+    report = UpdateReport(full=True)
+    stats = st.walk(index.root)
+    items, files, projects = _chunk_many(index, sorted(stats), {}, stats, report)
+    gen = (old.generation if old else 0) + 1
+    bm25_dir = f"bm25-{gen}"
+    target = index.directory / bm25_dir
+    if target.exists():
+        shutil.rmtree(target)
+    whoosh_gen = bm25.create(target, items)
+    new = st.State(generation=gen, bm25_dir=bm25_dir, whoosh_generation=whoosh_gen)
+    rows = [row_of(i, projects.get(i.path, ())) for i in items]
+    plan = segments.Plan(True, rows)
+    segments.apply_layout(new, None, plan, files)
+    _write_vectors(index, old, new, plan, need_vectors, report, items)
+    st.save(index.state_path, new, compact=True)
+    segments.cleanup(index.directory, new, old)
+    report.state = new
+    return report
+
+
+def apply(
+    index: Index,
+    old: st.State,
+    changes: st.ScanChanges,
+    stats: dict,
+    need_vectors: bool,
+    merge: bool = False,
+) -> UpdateReport:
+    """Re-index the changed files and drop the deleted ones.
+
+    merge: merge Whoosh's small segments now (a reindex) rather than only once there are
+    many of them (a reader's inline update, bm25_update).
+    """
+    from .indexer import UpdateReport
+
+    report = UpdateReport()
+    items, changed_files, projects = _chunk_many(
+        index, changes.changed, changes.hashes, stats, report
+    )
+    gone = set(changes.changed) | set(changes.deleted)
+    report.removed = sorted(set(changes.deleted))
+    gen = old.generation + 1
+    new = st.State(generation=gen, bm25_dir=old.bm25_dir)
+    added = [row_of(i, projects.get(i.path, ())) for i in items]
+    emb = index.embedder() if need_vectors else None
+    key = index.model_key(emb) if emb is not None else old.embedder
+    plan = segments.plan_update(
+        old,
+        gone,
+        added,
+        emb is not None,
+        key is None or segments.reusable(index.directory, old, key),
+    )
+    files = None
+    if plan.compact:  # the whole manifest is written again: every entry, materialised
+        files = {k: v for k, v in old.files.items() if k not in gone}
+        files.update(changes.touched)
+        files.update(changed_files)
+    else:  # only the delta against the old base
+        entries = {**changes.touched, **changed_files}
+        new.files_delta, new.files_gone = st.file_delta(old, changes.deleted, entries)
+    segments.apply_layout(new, old, plan, files)
+    _write_vectors(index, old, new, plan, need_vectors, report, items)
+    if gone or items:
+        # Whoosh's own count of the deleted documents its segments still hold: a merge
+        # drops those of the segments it merges.
+        optimize = bm25.should_optimize(len(new.rows), old.bm25_deleted + plan.removed)
+        new.whoosh_generation, new.bm25_deleted = bm25_update.update(
+            index.directory / old.bm25_dir, sorted(gone), items, optimize, merge
+        )
+    else:
+        new.whoosh_generation = old.whoosh_generation
+        new.bm25_deleted = old.bm25_deleted
+        if merge:
+            merge_bm25(index, new)
+    st.save(index.state_path, new, compact=plan.compact)
+    segments.cleanup(index.directory, new, old)
+    report.state = new
+    return report
+
+
+def merge_bm25(index: Index, state: st.State) -> bool:
+    """Merge the small Whoosh segments of state's index (state updated, not saved); True if it did."""
+    merged = bm25_update.merge(index.directory / state.bm25_dir)
+    if merged is None:
+        return False
+    state.whoosh_generation, state.bm25_deleted = merged
+    return True
+
+
+def _write_vectors(index: Index, old, new, plan, need_vectors, report, items):
+    """Write the vectors of plan: kept rows from the old segments, others from cache or embedder."""
+    emb = index.embedder() if need_vectors else None
+    key = index.model_key(emb) if emb is not None else (old.embedder if old else None)
+    if key is None:
+        return  # no embedder and no vectors before: BM25 only
+    from .vectors import write_vectors  # numpy: not on the BM25-only path
+
+    report.embedded, report.matrix = write_vectors(
+        index.directory, index.root, old, new, plan, items, emb, key, index.notify
+    )
