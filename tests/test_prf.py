@@ -233,3 +233,37 @@ def test_feedback_after_edits_equals_a_rebuild(large_wiki, tmp_path_factory, ops
         assert set(a[q][1]) == set(b[q][1]), q
         for key, score in a[q][1].items():
             assert abs(score - b[q][1][key]) <= 1e-6, (q, key)
+
+
+def test_live_counts_without_the_raw_posting_reader(large_wiki, tmp_path, monkeypatch):
+    """If Whoosh's posting layout changes, the counts come from its public postings, equal."""
+    from memwiki.index import bm25_postings
+
+    root = tmp_path / "w"
+    shutil.copytree(large_wiki, root)
+    for n in (3, 4, 50, 51, 52):
+        (root / f"memory/f{n:04d}.md").unlink()
+    state = Index(Wiki(root), cfg(root), notify=lambda m: None).update(need_vectors=False).state
+    assert state.bm25_deleted > 0
+    snap = snapshot(root)
+    try:
+        leaves = [leaf for leaf, _ in bm25.leaf_readers(snap.searcher().reader())]
+        gone = [leaf.deleted_docs_set if leaf.has_deletions() else frozenset() for leaf in leaves]
+        terms = bm25.query_terms(" ".join(WORDS + ["w3", "v5", "w50"]))
+        exact = {t: feedback.live_df(leaves, gone, "body", t, float("inf")) for t in terms}
+
+        def unreadable(*args):
+            raise bm25_postings.Unreadable("test")
+
+        monkeypatch.setattr(bm25_postings, "blocks", unreadable)
+        assert {t: feedback.live_df(leaves, gone, "body", t, float("inf")) for t in terms} == exact
+    finally:
+        snap.close()
+    clone = tmp_path / "rebuilt"
+    shutil.copytree(root, clone, ignore=shutil.ignore_patterns(".memwiki"))
+    rebuilt = snapshot(clone)
+    try:
+        reader = rebuilt.searcher().reader()
+        assert {t: reader.doc_frequency("body", t) for t in terms} == exact
+    finally:
+        rebuilt.close()

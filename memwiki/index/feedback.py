@@ -86,7 +86,9 @@ def live_df(leaves, gone, field: str, term: str, most: float) -> int:
     (deleted documents included) less the deleted ones, found by decoding only the blocks
     that may hold one. A count that stays above `most` whatever the deletions is returned
     as it is (the caller leaves such a term out), and is never decoded."""
-    from . import bm25, bm25_postings, bm25_score
+    from bisect import bisect_left
+
+    from . import bm25_postings
 
     raws = [leaf.doc_frequency(field, term) for leaf in leaves]
     total = sum(raws)
@@ -95,11 +97,20 @@ def live_df(leaves, gone, field: str, term: str, most: float) -> int:
     for leaf, dead, raw in zip(leaves, gone, raws, strict=True):
         if not raw or not dead:
             continue
+        docs = sorted(dead)
+
+        def holds(block, docs=docs) -> bool:
+            i = bisect_left(docs, block.first)
+            return i < len(docs) and docs[i] <= block.last
+
         try:
-            found = bm25_postings.blocks(leaf, field, term)
-            total -= len(dead.intersection(found.read(bm25_score._holds(sorted(dead)))[0]))
-        except bm25_postings.Unreadable:  # Whoosh's internals changed: its own count
-            total += bm25._live_df(leaf, field, term) - raw
+            held = bm25_postings.blocks(leaf, field, term).read(holds)[0]
+        except bm25_postings.Unreadable:  # Whoosh's internals changed: its public postings
+            held = [d for d in leaf.postings(field, term).all_ids()]
+            # postings() already hides deleted documents: every one left is live
+            total -= raw - len(held)
+            continue
+        total -= len(dead.intersection(held))
     return total
 
 
