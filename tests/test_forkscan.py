@@ -88,6 +88,18 @@ def test_an_unchanged_wiki_answers_from_the_first_search(tmp_path, speculating) 
     assert no_children()
 
 
+def apply_edits(wiki, edits: list[tuple[str, int]]) -> None:
+    """Edit, add, delete or touch (a new mtime, the same bytes) memory/note-<i>.md."""
+    for op, i in edits:
+        path = wiki.root / f"memory/note-{i}.md"
+        if op in ("edit", "add"):
+            write(wiki.root, f"memory/note-{i}.md", f"zebracorn {op} {i}")
+        elif op == "delete":
+            path.unlink(missing_ok=True)
+        elif path.exists():
+            os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+
+
 @settings(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -106,14 +118,7 @@ def test_edits_made_before_a_retrieve_are_in_its_answer(
     base = tmp_path_factory.mktemp("spec")
     wiki = make(base)
     index_of(wiki).update(need_vectors=False)
-    for op, i in edits:
-        path = wiki.root / f"memory/note-{i}.md"
-        if op == "edit" or op == "add":
-            write(wiki.root, f"memory/note-{i}.md", f"zebracorn {op} {i}")
-        elif op == "delete":
-            path.unlink(missing_ok=True)
-        elif path.exists():
-            os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    apply_edits(wiki, edits)
     monkeypatch.setattr(forkscan, "SPECULATE_MIN_FILES", 1)
     fast = answer(wiki, "zebracorn billing webhook")
     marked = answer(wiki, "zebracorn")
@@ -319,14 +324,7 @@ def test_an_abandoned_search_answers_as_a_scan_in_process(
     hashed = {"HOME": str(base), "MEMWIKI_EMBED": "hash"}
     config = load({"wiki": str(wiki.root)}, environ=hashed)
     Index(wiki, config, notify=lambda m: None).update()
-    for op, i in edits:
-        path = wiki.root / f"memory/note-{i}.md"
-        if op in ("edit", "add"):
-            write(wiki.root, f"memory/note-{i}.md", f"zebracorn {op} {i}")
-        elif op == "delete":
-            path.unlink(missing_ok=True)
-        elif path.exists():
-            os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    apply_edits(wiki, edits)
     clone = base / "clone"
     shutil.copytree(wiki.root, clone, symlinks=True)  # the same files, and the same index
 
