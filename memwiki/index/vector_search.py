@@ -25,8 +25,10 @@ def vector_scores(matrix, qvec, blocks: tuple[int, ...] | None = None, valid=Non
     """
     import numpy as np
 
+    from .vectors import product
+
     if not blocks or len(blocks) < 2:
-        return matrix @ qvec.astype(np.float32)
+        return product(matrix, qvec.astype(np.float32))
     rows = valid if valid is not None else slice(None)
     total = np.zeros(matrix.shape[0], dtype=np.float64)
     stats: list[tuple[float, float]] = []
@@ -38,7 +40,7 @@ def vector_scores(matrix, qvec, blocks: tuple[int, ...] | None = None, valid=Non
         # product, and works for the segmented matrix too (it supports only `@`).
         part = np.zeros_like(qvec, dtype=np.float32)
         part[start : start + width] = qvec[start : start + width]
-        cos = np.asarray(matrix @ part, dtype=np.float64)
+        cos = np.asarray(product(matrix, part), dtype=np.float64)
         cos *= len(blocks)
         start += width
         mean, spread = float(cos[rows].mean()), float(cos[rows].std()) + 1e-9
