@@ -88,6 +88,12 @@ def test_an_unchanged_wiki_answers_from_the_first_search(tmp_path, speculating) 
     assert no_children()
 
 
+def edit_lists(least: int, most: int):
+    """Lists of (edit | add | delete | touch, note number) for apply_edits."""
+    op = st.tuples(st.sampled_from(["edit", "add", "delete", "touch"]), st.integers(0, 15))
+    return st.lists(op, min_size=least, max_size=most)
+
+
 def apply_edits(wiki, edits: list[tuple[str, int]]) -> None:
     """Edit, add, delete or touch (a new mtime, the same bytes) memory/note-<i>.md."""
     for op, i in edits:
@@ -103,13 +109,7 @@ def apply_edits(wiki, edits: list[tuple[str, int]]) -> None:
 @settings(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(
-    edits=st.lists(
-        st.tuples(st.sampled_from(["edit", "add", "delete", "touch"]), st.integers(0, 15)),
-        min_size=1,
-        max_size=5,
-    )
-)
+@given(edits=edit_lists(1, 5))
 def test_edits_made_before_a_retrieve_are_in_its_answer(
     tmp_path_factory, monkeypatch, edits
 ) -> None:
@@ -309,13 +309,7 @@ def test_a_stale_search_skips_its_files_and_lends_its_vector_products(
 @settings(
     max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(
-    edits=st.lists(
-        st.tuples(st.sampled_from(["edit", "add", "delete", "touch"]), st.integers(0, 15)),
-        min_size=0,
-        max_size=4,
-    )
-)
+@given(edits=edit_lists(0, 4))
 def test_an_abandoned_search_answers_as_a_scan_in_process(
     tmp_path_factory, monkeypatch, edits
 ) -> None:

@@ -72,6 +72,22 @@ def assert_same_scores(a: dict, b: dict) -> None:
         assert abs(a[key] - b[key]) <= 1e-6, (key, a[key], b[key])
 
 
+def apply_ops(index: Index, root: Path, ops) -> None:
+    """Create, edit or delete memory/f<n>.md for each (op, n, words), updating the index each
+    time; an existing file edited or deleted leaves Whoosh holding deleted documents."""
+    replaced = False
+    state = None
+    for op, n, words in ops:
+        rel = f"memory/f{n:04d}.md"
+        replaced |= op != "create" and (root / rel).exists()
+        if op == "delete":
+            (root / rel).unlink(missing_ok=True)
+        else:
+            write(root, rel, f"changed {n}", "## One\n" + " ".join(words) + "\n")
+        state = index.update(need_vectors=False).state
+    assert state is not None and (state.bm25_deleted > 0 or not replaced)
+
+
 def answers(wiki: Wiki, queries, mode="hybrid", **extra):
     """Ranked files and their scores per query, from the command's library entry."""
     c = cfg(wiki.root, **extra)
@@ -222,16 +238,7 @@ def test_incremental_equals_rebuild_exactly_above_the_optimise_size(
     shutil.copytree(large_wiki, root)
     wiki = Wiki(root)
     index = Index(wiki, cfg(root, MEMWIKI_EMBED="none"), notify=lambda m: None)
-    replaced = False  # an existing file edited or deleted: Whoosh then keeps deleted documents
-    for op, n, words in ops:
-        rel = f"memory/f{n:04d}.md"
-        replaced |= op != "create" and (root / rel).exists()
-        if op == "delete":
-            (root / rel).unlink(missing_ok=True)
-        else:
-            write(root, rel, f"changed {n}", "## One\n" + " ".join(words) + "\n")
-        state = index.update(need_vectors=False).state
-    assert state.bm25_deleted > 0 or not replaced
+    apply_ops(index, root, ops)
     clone = base / "rebuilt"
     shutil.copytree(root, clone, ignore=shutil.ignore_patterns(".memwiki"))
     queries = ["billing deploy", "kafka rollback alert", "changed queue", "note 17 cron"]

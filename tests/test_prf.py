@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_index import apply_ops
 
 from memwiki.config import load
 from memwiki.index import bm25, feedback, search
@@ -213,16 +214,7 @@ def test_feedback_after_edits_equals_a_rebuild(large_wiki, tmp_path_factory, ops
     root = base / "w"
     shutil.copytree(large_wiki, root)
     index = Index(Wiki(root), cfg(root), notify=lambda m: None)
-    replaced = False  # an existing file edited or deleted: Whoosh then keeps deleted documents
-    for op, n, words in ops:
-        rel = f"memory/f{n:04d}.md"
-        replaced |= op != "create" and (root / rel).exists()
-        if op == "delete":
-            (root / rel).unlink(missing_ok=True)
-        else:
-            write(root, rel, f"changed {n}", "## One\n" + " ".join(words) + "\n")
-        state = index.update(need_vectors=False).state
-    assert state.bm25_deleted > 0 or not replaced
+    apply_ops(index, root, ops)
     clone = base / "rebuilt"
     shutil.copytree(root, clone, ignore=shutil.ignore_patterns(".memwiki"))
     queries = ["billing deploy", "kafka rollback w3", "changed queue", "note 17 cron v5"]
