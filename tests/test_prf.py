@@ -67,6 +67,25 @@ def rows_of(snap, path: str) -> list[int]:
     return [i for i, r in enumerate(snap.state.rows) if r.path == path]
 
 
+def test_the_words_come_from_the_best_item_of_the_ranking_given(linked_wiki):
+    # A project-scoped retrieve passes its scoped scores: the best item in scope chooses
+    # the words, even when another project's item is first before scoping.
+    snap = snapshot(linked_wiki)
+    try:
+        release = rows_of(snap, "skill/release-loomgrid.md")[0]
+        other = rows_of(snap, "memory/note00.md")[0]
+        fused = {other: 1.0, release: 0.9}
+        query = "how do I publish a new loomgrid version"
+        unscoped = feedback.expand(snap, fused, query, None, 100)
+        scoped = feedback.expand(snap, fused, query, None, 100, ranking={other: 0.5, release: 0.9})
+        paths = {snap.state.rows[i].path for i in scoped}
+        assert "memory/machines.md" in paths  # the release note's words: kestrel, yubikey
+        assert "memory/machines.md" not in {snap.state.rows[i].path for i in unscoped}
+        assert scoped[other] == fused[other]  # hits are added to fused, not to the ranking
+    finally:
+        snap.close()
+
+
 def test_feedback_finds_the_file_that_shares_the_best_items_words(linked_wiki):
     snap = snapshot(linked_wiki)
     try:

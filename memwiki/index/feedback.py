@@ -123,16 +123,20 @@ def expand(
     weight: float | None = None,
     n_terms: int | None = None,
     idf: bool = True,
+    ranking: dict[int, float] | None = None,
 ) -> dict[int, float]:
     """fused plus weight x the normalised BM25 scores of the best item's expansion terms.
 
     weight, n_terms: EXPANSION_WEIGHT and EXPANSION_TERMS unless given (0: no feedback).
+    ranking: the scores the best item is taken from (fused itself unless given: a
+    project-scoped retrieve passes its scoped scores, so another project's item never
+    chooses the words).
     """
     from . import bm25, bm25_postings, bm25_score
 
     weight = EXPANSION_WEIGHT if weight is None else weight
     n_terms = EXPANSION_TERMS if n_terms is None else n_terms
-    best = top_item(snap.state.rows, fused)
+    best = top_item(snap.state.rows, fused if ranking is None else ranking)
     if best is None or weight <= 0:
         return fused
     rows = snap.state.rows

@@ -81,15 +81,18 @@ def fuse(
     )
 
 
-def with_feedback(snap, fused, query, track, candidates, bm25_hits, vector_hits, fusion):
+def with_feedback(
+    snap, fused, query, track, candidates, bm25_hits, vector_hits, fusion, ranking=None
+):
     """Hybrid score fusion plus BM25 feedback from its best item (index/feedback.py).
 
     Only where both lists took part: that is where it was measured (docs/retrieval.md,
-    "Third pass"); BM25 alone or vectors alone answer as they did.
+    "Third pass"); BM25 alone or vectors alone answer as they did. ranking: the scores
+    the best item is taken from (the project-scoped ones), fused by default.
     """
     if fusion != "score" or not bm25_hits or not vector_hits:
         return fused
-    return feedback.expand(snap, fused, query, track, candidates)
+    return feedback.expand(snap, fused, query, track, candidates, ranking=ranking)
 
 
 def retrieve(
@@ -210,7 +213,12 @@ def retrieve(
         ensemble = (snap.state.embedder or {}).get("provider") == "ensemble"
         most = ENSEMBLE_WEIGHT_MAX if ensemble else VECTOR_WEIGHT_MAX
         fused = fuse(bm25_hits, vector_hits, coverage, fusion, vector_weight, most)
-        fused = with_feedback(snap, fused, query, track, candidates, bm25_hits, vector_hits, fusion)
+        # The feedback's words come from the best item in scope; its hits are scoped with the
+        # rest (the factor is per item, so scoping the sum scopes each part).
+        scoped = scope_to_project(rows, fused, project, query)[0] if project else None
+        fused = with_feedback(
+            snap, fused, query, track, candidates, bm25_hits, vector_hits, fusion, scoped
+        )
         fused, scope, person = scope_to_project(rows, fused, project, query)
         results = _rollup(snap, fused, k)
         _fill_sections(snap, results, fused, budget)
