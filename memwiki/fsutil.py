@@ -97,6 +97,12 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def identity_facts(path: Path) -> dict[str, int]:
+    """A file's size, mtime_ns and inode: what says its bytes were not replaced since a hash."""
+    st = Path(path).stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
+
+
 def markdown_files(top: Path, root: Path) -> Iterator[Path]:
     """Markdown files under top in path order: dot entries, symlinked folders and links
     leading outside root skipped.

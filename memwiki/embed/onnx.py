@@ -17,7 +17,7 @@ import onnxruntime as ort
 from tokenizers import Tokenizer
 
 from ..errors import StorageError
-from ..fsutil import atomic_write_text, file_sha256
+from ..fsutil import atomic_write_text, file_sha256, identity_facts
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -43,8 +43,7 @@ def _read_stamp(stamp_file: Path) -> dict[str, dict[str, object]]:
 def verify_file(path: Path, expected: str, stamp_dir: Path | None = None) -> bool:
     """Check path against expected sha256; True if it was hashed, False if the stamp vouched."""
     path = Path(path).resolve()
-    st = path.stat()
-    facts = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
+    facts = identity_facts(path)
     stamp_file = Path(stamp_dir) / STAMP_NAME if stamp_dir is not None else None
     entries = _read_stamp(stamp_file) if stamp_file is not None else {}
     entry = entries.get(str(path))

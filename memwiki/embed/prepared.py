@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from ..fsutil import atomic_write_text, file_sha256
+from ..fsutil import atomic_write_text, file_sha256, identity_facts
 
 GRAPH = "model.onnx"
 WEIGHTS = "model.weights"
@@ -47,11 +47,6 @@ ABANDONED_AFTER_S = 600
 def key(source_sha256: str) -> str:
     """The folder name of the copy of one source model for this onnxruntime."""
     return f"{source_sha256[:16]}-ort{ort.__version__}"
-
-
-def _facts(path: Path) -> dict[str, int]:
-    st = path.stat()
-    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
 
 
 def find(cache_dir: Path, source_sha256: str) -> Path | None:
@@ -74,7 +69,7 @@ def find(cache_dir: Path, source_sha256: str) -> Path | None:
     try:
         if file_sha256(graph) != meta.get("graph_sha256"):
             return None
-        facts = _facts(weights)
+        facts = identity_facts(weights)
         if facts != meta.get("weights_facts"):
             if file_sha256(weights) != meta.get("weights_sha256"):
                 return None
@@ -185,7 +180,7 @@ def prepare(source: Path, source_sha256: str, cache_dir: Path) -> Path | None:
             "graph_sha256": file_sha256(tmp / GRAPH),
             "weights_sha256": file_sha256(tmp / WEIGHTS),
             # renaming the folder keeps the file's inode, size and mtime
-            "weights_facts": _facts(tmp / WEIGHTS),
+            "weights_facts": identity_facts(tmp / WEIGHTS),
         }
         if not usable:  # keep only the verdict: the next build does not try again
             for name in (GRAPH, WEIGHTS):

@@ -308,7 +308,7 @@ def _rollup(snap: Snapshot, fused: dict[int, float], k: int) -> list[FileResult]
         if path not in best or score > best[path][0]:
             best[path] = (score, i)
     # Scores equal to 1e-9 are ties, broken by path: the same on every device.
-    ranked = sorted(best.items(), key=lambda kv: (-round(kv[1][0], 9), kv[0]))[:k]
+    ranked = sorted(best.items(), key=lambda kv: (-bm25.tie_key(kv[1][0]), kv[0]))[:k]
     out = []
     for path, (score, i) in ranked:
         row = snap.state.rows[i]
