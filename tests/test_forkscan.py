@@ -256,12 +256,13 @@ def hold_first_search(monkeypatch) -> tuple[list, list]:
     return opened, products
 
 
-def test_a_stale_search_skips_its_files_and_lends_its_vector_products(
+def test_a_stale_search_is_abandoned_for_the_named_file_indexed_at_once(
     tmp_path, monkeypatch, speculating
 ) -> None:
     # The first BM25 search waits for the child's word, so the first search is then known
-    # stale: its files are never rolled up, and the second search multiplies only the
-    # segment the update appended (vector_products.py). The answer is the fresh one.
+    # stale: it stops there (no vectors, no files), the file the child named is indexed
+    # while the scan runs (forkscan.early), and only the updated index is searched after.
+    # The child's findings hold nothing more, so there is no third search.
     from memwiki.index import search, vectors
 
     wiki = make(tmp_path, n=40)
@@ -273,8 +274,9 @@ def test_a_stale_search_skips_its_files_and_lends_its_vector_products(
     write(wiki.root, "memory/note-7.md", "zebracorn replaced the kafka notes")
     opened, products = hold_first_search(monkeypatch)
     multiplied: list[int] = []
-    real_product, real_rollup = vectors._product, search._rollup
+    real_product, real_rollup, real_now = vectors._product, search._rollup, Index.snapshot_now
     rolled: list[int] = []
+    early: list = []
 
     def counted_product(part, query):
         multiplied.append(part.shape[0])
@@ -284,17 +286,23 @@ def test_a_stale_search_skips_its_files_and_lends_its_vector_products(
         rolled.append(snap.state.generation)
         return real_rollup(snap, *args)
 
+    def counted_now(self, *args):
+        early.append(real_now(self, *args))
+        return early[-1]
+
     monkeypatch.setattr(vectors, "_product", counted_product)
     monkeypatch.setattr(search, "_rollup", counted_rollup)
+    monkeypatch.setattr(Index, "snapshot_now", counted_now)
     found = retrieve(wiki, "zebracorn kafka", index=Index(wiki, config), notify=lambda m: None)
-    stale, fresh = opened[0], opened[-1]
-    assert stale.pending_scan is None  # settled
-    assert products == [stale.state.generation, fresh.state.generation]
-    assert rolled == [fresh.state.generation]  # the stale snapshot's files never read
+    assert len(opened) == 1 and len(early) == 1  # one stale snapshot, one early update
+    stale, fresh = opened[0], early[0]
+    assert stale.pending_scan is None and fresh.pending_scan is None  # settled
+    assert products == [fresh.state.generation]  # the stale snapshot was never multiplied
+    assert rolled == [fresh.state.generation]  # nor its files read
     assert len(stale.state.segments) == 2 and len(fresh.state.segments) == 3
-    assert len(multiplied) == 3  # 2 for the stale snapshot, then only the appended one
-    assert multiplied[-1] == fresh.state.segments[-1][1]
+    assert len(multiplied) == 3
     assert [r.path for r in found.results][:1] == ["memory/note-7.md"]
+    assert found.index["updated_files"] == 1
     assert no_children()
     monkeypatch.setattr(forkscan, "SPECULATE_MIN_FILES", 10**9)
     clone = tmp_path / "clone"

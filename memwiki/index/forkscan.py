@@ -8,11 +8,17 @@ parent has just loaded, on another core, while the parent searches that manifest
 index. Nearly always nothing changed and the answer stands; otherwise the parent brings
 the index up to date from the child's findings (no second walk) and searches again.
 
-The child says so early: its first byte is CHANGED, written the moment its walk meets a
-file whose stat differs from the manifest's, or NO_HINT once the walk is done without
-one. The search checks announced() between its stages (BM25, vectors, files) and
-abandons a snapshot the child has already found stale, so that an edit costs one search,
-not two (the findings, which decide, come after the hint).
+The child says so early: its first record is CHANGED and the file's path, written the
+moment its walk meets a file whose stat differs from the manifest's, or NO_HINT once the
+walk is done without one. The search checks announced() between its stages (BM25,
+vectors, files) and abandons a snapshot the child has already found stale. It does not
+wait for the rest of the walk (at 50,000 files most of it: a one-file edit is usually
+met long before the end): it indexes the named file at once (early(), a normal locked
+update of that one file) and searches the updated index while the child walks on. The
+findings, which decide, come after: when they name nothing the early update does not
+hold (covers()), the answer stands; otherwise the rest is indexed from them and the
+search runs once more. So the edit's update and search overlap the walk that a
+no-change retrieve also waits for, instead of following it.
 
 Only on Linux (fork of a threaded process is unsafe on macOS), and only for wikis large
 enough that the scan costs more than the fork. The child imports nothing (a module lock
@@ -27,11 +33,15 @@ import contextlib
 import os
 import pickle
 import select
+import stat
+import struct
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..fsutil import file_sha256
+from ..layout import RACY_NS
 from . import manifest as st
 
 if TYPE_CHECKING:
@@ -46,6 +56,7 @@ SPECULATE_MIN_FILES = 5_000
 #: takes well under a second at 50,000 files; a child still busy after this is stuck.
 CHILD_TIMEOUT_S = 5.0
 CHANGED, NO_HINT = b"!", b"."  # the child's first byte (see the module docstring)
+_LENGTH = struct.Struct("<I")  # after CHANGED: the length of the file's path, then the path
 
 
 class PendingScan:
@@ -55,6 +66,8 @@ class PendingScan:
         self.pid, self.fd, self.state = pid, fd, state
         self.args = args  # the snapshot() arguments a confirmation repeats
         self._head: bytes | None = None  # the child's first byte, once read
+        self.hint: str | None = None  # the changed file the child named first
+        self.applied = False  # the hinted file is indexed in the snapshot holding this scan
 
     def announced(self) -> bool:
         """True once the child has found a change (or died): the snapshot is stale. Never waits."""
@@ -64,12 +77,35 @@ class PendingScan:
                 if not ready:
                     return False
                 self._head = os.read(self.fd, 1)
+                if self._head == CHANGED:
+                    self.hint = self._read_hint()
             except OSError:  # closed: settled already
                 return False
         return self._head != NO_HINT  # CHANGED, or b"" when the child died before a word
 
+    def _read_hint(self) -> str | None:
+        """The path after CHANGED: one write of the child's, so in the pipe already."""
+        head = self._read_exactly(_LENGTH.size)
+        if head is None:
+            return None
+        path = self._read_exactly(_LENGTH.unpack(head)[0])
+        return None if path is None else os.fsdecode(path)
+
+    def _read_exactly(self, n: int) -> bytes | None:
+        data = b""
+        until = time.monotonic() + CHILD_TIMEOUT_S
+        while len(data) < n and (left := until - time.monotonic()) > 0:
+            ready, _, _ = select.select([self.fd], [], [], left)
+            chunk = os.read(self.fd, n - len(data)) if ready else b""
+            if not chunk:
+                return None
+            data += chunk
+        return data if len(data) == n else None
+
     def result(self) -> tuple[st.ScanChanges, dict] | None:
         """(changes, stats of the changed and touched files), or None if the child failed."""
+        if self._head is None:
+            self.announced()  # the head record is parsed there (it may not be in yet)
         chunks: list[bytes] = [self._head or b""]
         until = time.monotonic() + CHILD_TIMEOUT_S
         ok = False
@@ -132,8 +168,10 @@ def start(root: Path, state: st.State, args: SnapshotArgs) -> PendingScan | None
             os.close(r)
             told = []
 
-            def tell() -> None:
-                os.write(w, CHANGED)  # one byte into an empty pipe: never blocks
+            def tell(rel: str) -> None:
+                path = os.fsencode(rel)
+                # one write into an empty pipe, far below its 64 KiB: never blocks, never split
+                os.write(w, CHANGED + _LENGTH.pack(len(path)) + path)
                 told.append(True)
 
             changes, stats = st.scan(root, state, on_change=tell)
@@ -171,25 +209,170 @@ def speculate(snap: Snapshot, args: SnapshotArgs, need_vectors: bool) -> Snapsho
 
 
 def stale(snap: Snapshot) -> bool:
-    """True when snap's scan has already announced a change: its search can be abandoned."""
+    """True when snap's scan has announced a change snap does not hold: its search can be abandoned."""
     pending = snap.pending_scan
-    return pending is not None and pending.announced()
+    return pending is not None and not pending.applied and pending.announced()
+
+
+def settle(index: Index, snap: Snapshot) -> Snapshot:
+    """The snapshot to search instead of the stale snap: the named file indexed now, or, when
+    that cannot be done at once, the index brought up to date from the child's findings."""
+    fresh = early(index, snap)
+    return fresh if fresh is not None else confirm(index, snap)
+
+
+def early(index: Index, snap: Snapshot) -> Snapshot | None:
+    """snap with the file the child named indexed, its scan still running; None when not now.
+
+    Not now: no path was named (a dead child), another writer holds the lock or has
+    committed since. The update is an ordinary one of that file alone, from the parent's
+    own stat and hash of it; the child's findings are checked against it in confirm().
+    """
+    pending = snap.pending_scan
+    if pending is None or pending.applied or pending.hint is None:
+        return None
+    changes, stats = scan_paths(index.root, pending.state, [pending.hint])
+    if not changes:  # the parent finds it as the manifest has it: nothing to index yet
+        pending.applied = True
+        return snap
+    need_vectors, inline_limit, _, status = pending.args
+    fresh = index.snapshot_now(need_vectors, inline_limit, status, (pending.state, changes, stats))
+    if fresh is None:
+        return None
+    snap.pending_scan = None
+    snap.close()
+    pending.applied = True
+    fresh.pending_scan = pending
+    return fresh
+
+
+def scan_paths(
+    root: Path, state: st.State, rels: list[str]
+) -> tuple[st.ScanChanges, dict[str, st.Stat]]:
+    """manifest.scan for these files only: stat each as the walk does, hash those that differ."""
+    changes = st.ScanChanges()
+    stats: dict[str, st.Stat] = {}
+    racy_before = state.written_ns - RACY_NS
+    files = state.files
+    for rel in rels:
+        found = _stat_as_walked(root, rel)
+        entry = files.get(rel)
+        if found is None:
+            if entry is not None:
+                changes.deleted.append(rel)
+            continue
+        stats[rel] = found
+        if entry is not None and (entry.size, entry.mtime_ns) == found and found[1] < racy_before:
+            continue
+        try:
+            sha = file_sha256(root / rel)
+        except OSError:
+            continue
+        if entry is not None and entry.sha256 == sha:
+            if (entry.size, entry.mtime_ns) != found:
+                changes.touched[rel] = st.FileEntry(*found, sha, entry.problem, entry.meta)
+            continue
+        changes.changed.append(rel)
+        changes.hashes[rel] = sha
+    return changes, stats
+
+
+def _stat_as_walked(root: Path, rel: str) -> st.Stat | None:
+    """(size, mtime_ns) of a file as manifest.walk would list it, or None when it would not."""
+    path = os.path.join(root, rel)
+    try:
+        info = os.lstat(path)
+        if stat.S_ISLNK(info.st_mode):
+            if not os.path.realpath(path).startswith(os.path.realpath(root) + os.sep):
+                return None  # a link leading outside the wiki is never followed
+            info = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode) or not rel.endswith(".md"):
+        return None
+    return info.st_size, info.st_mtime_ns
+
+
+def covers(state: st.State, hint: str | None, changes: st.ScanChanges, stats: dict) -> bool:
+    """Whether state holds every change the child found: each file as the child saw it.
+
+    The child compared the wiki with the state before the early update, which changed
+    only the hinted file; that file must be among the findings (else it changed again,
+    or vanished, while the two looked) and every finding must match state's entry.
+    """
+    if hint is not None and hint not in changes.changed and hint not in changes.touched:
+        return False
+    return not _unheld(state, changes, stats)
+
+
+def _unheld(state: st.State, changes: st.ScanChanges, stats: dict) -> list[str]:
+    """The files whose finding state's entry does not match."""
+    files = state.files
+    out = [rel for rel in changes.deleted if rel in files]
+    for rel in changes.changed:
+        entry = files.get(rel)
+        seen = stats.get(rel), changes.hashes.get(rel)
+        if entry is None or ((entry.size, entry.mtime_ns), entry.sha256) != seen:
+            out.append(rel)
+    for rel, seen in changes.touched.items():
+        entry = files.get(rel)
+        if entry is None or (entry.size, entry.mtime_ns, entry.sha256) != (
+            seen.size,
+            seen.mtime_ns,
+            seen.sha256,
+        ):
+            out.append(rel)
+    return out
+
+
+def _rest(changes: st.ScanChanges, hint: str) -> st.ScanChanges:
+    """The findings without the hinted file (which the early update holds)."""
+    return st.ScanChanges(
+        changed=[rel for rel in changes.changed if rel != hint],
+        deleted=list(changes.deleted),
+        touched={rel: e for rel, e in changes.touched.items() if rel != hint},
+        hashes={rel: h for rel, h in changes.hashes.items() if rel != hint},
+    )
 
 
 def confirm(index: Index, snap: Snapshot) -> Snapshot:
-    """snap itself when its scan found nothing changed, else a fresh snapshot of index.
+    """snap itself when its scan found nothing it does not hold, else a fresh snapshot of index.
 
     A snapshot without a scan running is returned as it is. Otherwise, when the wiki
-    changed (or the child failed), snap is closed and the index brought up to date from
-    the child's findings, without a second walk.
+    changed beyond what snap holds (or the child failed), snap is closed and the index
+    brought up to date from the child's findings, without a second walk.
     """
     pending, snap.pending_scan = snap.pending_scan, None
     if pending is None:
         return snap
     found = pending.result()
-    if found is not None and not found[0]:
-        return snap  # nothing changed: the answer stands (or is searched in full now)
-    snap.close()
-    prescanned = (pending.state, *found) if found is not None else None
     need_vectors, inline_limit, deadline, status = pending.args
+    if not pending.applied:
+        if found is not None and not found[0]:
+            return snap  # nothing changed: the answer stands (or is searched in full now)
+        snap.close()
+        prescanned = (pending.state, *found) if found is not None else None
+        return index.snapshot(need_vectors, inline_limit, deadline, status, prescanned=prescanned)
+    if found is not None and covers(snap.state, pending.hint, *found):
+        return snap  # the early update held everything the walk found
+    prescanned = None
+    hint = pending.hint
+    if found is not None and hint is not None and covers(snap.state, hint, *_only(found, hint)):
+        # the hinted file as the child saw it: the rest of the findings still hold for snap's
+        # state (Index.snapshot uses them only while that state is the committed one)
+        prescanned = (snap.state, _rest(found[0], hint), found[1])
+    snap.close()
     return index.snapshot(need_vectors, inline_limit, deadline, status, prescanned=prescanned)
+
+
+def _only(found: tuple[st.ScanChanges, dict], hint: str) -> tuple[st.ScanChanges, dict]:
+    """The findings about the hinted file alone."""
+    changes, stats = found
+    return (
+        st.ScanChanges(
+            changed=[r for r in changes.changed if r == hint],
+            touched={r: e for r, e in changes.touched.items() if r == hint},
+            hashes={r: h for r, h in changes.hashes.items() if r == hint},
+        ),
+        stats,
+    )

@@ -30,6 +30,10 @@ class IndexBusy(StateError):
     """No index to read yet, and another process is building it (only with a deadline)."""
 
 
+class _NotNow(Exception):
+    """snapshot_now: the findings are for another state, or the lock is held."""
+
+
 def print_to_stderr(message: str) -> None:
     """Progress and warnings of index work: one `memwiki: ` line on stderr."""
     print(f"memwiki: {message}", file=sys.stderr)
@@ -202,14 +206,57 @@ class Index:
         # Still missing: not a race but damage, which the search detects and repairs.
         return self._snapshot_once(need_vectors, inline_limit, deadline, status, strict=False)
 
+    def snapshot_now(
+        self, need_vectors: bool, inline_limit: int | None, status: dict, prescanned: tuple
+    ) -> Snapshot | None:
+        """snapshot() from prescanned findings, or None unless that can be done at once.
+
+        None: the state they were made against is no longer the committed one, or another
+        writer holds the lock (forkscan.early: the caller then waits for the full scan).
+        """
+        try:
+            return self._snapshot_once(
+                need_vectors, inline_limit, None, status, pre=prescanned, now=True
+            )
+        except _NotNow:
+            return None
+        except FileNotFoundError:  # a writer replaced the generation: not now
+            self._loaded = None
+            return None
+
+    def _remember(self, state: st.State) -> None:
+        """Keep the state just committed as the one _load returns while state.pkl is unchanged.
+
+        A later snapshot in this process then gets the same object, so findings made against
+        it (forkscan.confirm) are still recognised as such; under the lock, so it is ours.
+        """
+        try:
+            info = self.state_path.stat()
+        except OSError:
+            return
+        self._loaded = ((info.st_ino, info.st_mtime_ns, info.st_size), state)
+
     def _snapshot_once(
-        self, need_vectors, inline_limit, deadline, status, strict=True, speculate=False, pre=None
+        self,
+        need_vectors,
+        inline_limit,
+        deadline,
+        status,
+        strict=True,
+        speculate=False,
+        pre=None,
+        now=False,
     ) -> Snapshot:
-        """One attempt; strict: a vanished file raises FileNotFoundError (a race to retry)."""
+        """One attempt; strict: a vanished file raises FileNotFoundError (a race to retry).
+
+        now (snapshot_now): raise _NotNow rather than scan again or wait for the lock.
+        """
         status["stage"] = "reading"
         state, problem = self._load(strict=strict)
         embed = need_vectors
         scanned = None
+        if now and (problem is not None or not pre or pre[0] is not state):
+            raise _NotNow
         if problem is None:
             assert state is not None  # no problem means there is a state
             # A progressive reader leaves the model check to its vector thread, so that a
@@ -237,6 +284,8 @@ class Index:
                 embed = len(st.walk(self.root)) * ITEMS_PER_FILE_GUESS <= inline_limit
         lock = self.lock()
         if not lock.try_acquire():
+            if now:
+                raise _NotNow
             waited = self._wait(lock, forever=problem is not None, deadline=deadline)
             if not waited:
                 if problem is not None:
@@ -247,6 +296,8 @@ class Index:
         try:
             status["stage"] = "updating"
             report = self._update_locked(embed, scanned=scanned)
+            if report.state is not None:
+                self._remember(report.state)
             snap = self._snap(
                 report.state, strict, updated=len(report.indexed) + len(report.removed)
             )

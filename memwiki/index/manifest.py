@@ -328,7 +328,7 @@ def _walk_dir(
             found[key] = value = (info.st_size, info.st_mtime_ns)
             if known is not None and value[1] > since and known(key) != value:
                 known = watch.known = None
-                watch.on_change()
+                watch.on_change(key)
 
 
 @dataclass
@@ -343,7 +343,7 @@ class Watch:
 
     known: dict[str, Stat] | None
     since: int
-    on_change: Callable[[], None]
+    on_change: Callable[[str], None]  # given the file's path
 
 
 @dataclass
@@ -360,15 +360,15 @@ class ScanChanges:
 
 
 def scan(
-    root: Path, state: State | None, on_change: Callable[[], None] | None = None
+    root: Path, state: State | None, on_change: Callable[[str], None] | None = None
 ) -> tuple[ScanChanges, dict[str, Stat]]:
     """Compare the wiki with the manifest: stat every file, hash only those whose stat changed.
 
     The stats are compared whole first (one dict comparison, in C): on an unchanged wiki
     only the files written within the racy window before the manifest are hashed.
-    on_change: called once, during the walk, at the first file modified since (about) the
-    manifest was written whose stat differs from it (a hint for a caller that can stop
-    work early; the result is the answer).
+    on_change: called once, during the walk, with the first file modified since (about)
+    the manifest was written whose stat differs from it (a hint for a caller that can
+    start on it early; the result is the answer).
     """
     known = state.files.stats() if state else {}
     racy_before = (state.written_ns if state else 0) - RACY_NS

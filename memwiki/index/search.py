@@ -152,21 +152,24 @@ def retrieve(
         used_mode = mode if embedder is not None or mode == "bm25" else "bm25"
         snap = index.snapshot(need_vectors=used_mode != "bm25", speculate=True)
     planned_mode = used_mode
-    # A speculative snapshot is searched while its freshness scan runs (index/forkscan.py);
-    # when the scan finds the wiki changed, the search runs again on the updated index. A
-    # scan that has already announced a change (forkscan.stale) makes the first search
-    # skip its BM25 part and its files; its vector part still runs, as the next search
-    # reuses its products with the segments the update keeps (vector_products.py).
-    # confirm() never returns a speculative snapshot, so two attempts do.
+    # A speculative snapshot is searched while its freshness scan runs (index/forkscan.py).
+    # A scan that announces a change (forkscan.stale, checked between the stages) has the
+    # search abandoned and the file it named indexed at once (forkscan.settle), while the
+    # walk goes on; the search then runs on the updated index, and confirm() at the end
+    # indexes whatever else the walk found and searches once more. settle() gives a
+    # speculative snapshot only once per scan and confirm() never does, so three attempts
+    # do; the last is never abandoned.
     qvec = None
-    for _attempt in range(2):
+    for attempt in range(3):
         used_mode = planned_mode
+        if attempt < 2 and forkscan.stale(snap):
+            snap = forkscan.settle(index, snap)
+            continue
         rows = snap.state.rows
         bm25_hits: list[tuple[int, float]] = []
         vector_hits: list[tuple[int, float]] = []
         coverage = 0.0
-        stale = forkscan.stale(snap)
-        if (used_mode in ("hybrid", "bm25") or progressive) and query.strip() and not stale:
+        if (used_mode in ("hybrid", "bm25") or progressive) and query.strip():
             try:
                 found_bm25 = bm25.search_hits(
                     snap.bm25_dir, query, candidates, track, searcher=snap.searcher()
@@ -184,6 +187,9 @@ def retrieve(
             at = ((rows.find(h), s) for h, s in found_bm25.items)
             bm25_hits = [(i, s) for i, s in at if i is not None]
             coverage = found_bm25.coverage
+        if attempt < 2 and forkscan.stale(snap):
+            snap = forkscan.settle(index, snap)
+            continue
         note = ""
         want_vectors = want_vectors and used_mode in ("hybrid", "vector")
         if (
@@ -207,8 +213,8 @@ def retrieve(
         elif want_vectors and embedder is not None:
             qvec = vector_search.query_vector(embedder, query) if qvec is None else qvec
             vector_hits = vector_search.vector_hits(snap, qvec, track, candidates)
-        if stale or forkscan.stale(snap):
-            snap = forkscan.confirm(index, snap)
+        if attempt < 2 and forkscan.stale(snap):
+            snap = forkscan.settle(index, snap)
             continue
         ensemble = (snap.state.embedder or {}).get("provider") == "ensemble"
         most = ENSEMBLE_WEIGHT_MAX if ensemble else VECTOR_WEIGHT_MAX
