@@ -8,9 +8,12 @@ Unreadable, and bm25.search_hits then lets Whoosh score as before.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import pickle
 import zlib
 from array import array
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
@@ -63,8 +66,63 @@ class Blocks:
         return ids, weights
 
 
+# Posting lists and length columns already read in this process, by segment. A Whoosh
+# segment is written once and never changed (deletions are kept beside it, and every
+# reader here applies them itself), and its id is random, so what one search decoded
+# serves every later search of that segment: the search after a one-file edit (the big
+# segments are the same, only the new small one is read), and the feedback search,
+# whose fields' length totals are the first search's. Bounded by postings held.
+CACHE_POSTINGS = 1_000_000
+_LISTS: OrderedDict[tuple, Blocks] = OrderedDict()
+_HELD = [0]  # postings in _LISTS
+CACHE_COLUMNS = 64  # length columns (a field of a segment: one byte a document)
+_COLUMNS: dict[tuple, tuple[bytes, int]] = {}  # length bytes and their total
+
+
+def _segment_key(leaf) -> tuple | None:
+    """What identifies a segment's immutable data, or None when the reader does not say.
+
+    The segment's id is random but drawn from the `random` module, which a host (or a
+    test framework) may seed: so the key is also the segment file's folder and identity
+    (inode, mtime, size), and a rebuilt index's segment never matches an older one.
+    """
+    key = getattr(leaf, "_memwiki_key", False)
+    if key is not False:
+        return key
+    key = None
+    try:
+        storage = getattr(leaf, "_storage")  # noqa: B009 - Whoosh internals, see above
+        folder = getattr(getattr(storage, "b", storage), "folder")  # noqa: B009
+        segment = leaf.segment()
+        name = segment.make_filename(".seg")  # a compound segment: one file, written once
+        info = os.stat(os.path.join(folder, name))
+        key = (os.path.realpath(folder), name, leaf.doc_count_all(), info.st_ino)
+        key += (info.st_mtime_ns, info.st_size)
+    except Exception:  # not laid out as Whoosh 3 writes it: read without caching
+        key = None
+    with contextlib.suppress(AttributeError):
+        leaf._memwiki_key = key  # once per reader
+    return key
+
+
 def blocks(leaf, field: str, text: str) -> Blocks:
     """The posting list of a term in one segment (no blocks when the term is not there)."""
+    seg = _segment_key(leaf)
+    if seg is None:
+        return _blocks(leaf, field, text)
+    key = (*seg, field, text)
+    found = _LISTS.get(key)
+    if found is not None:
+        _LISTS.move_to_end(key)
+        return found
+    found = _LISTS[key] = _blocks(leaf, field, text)
+    _HELD[0] += found.count
+    while _HELD[0] > CACHE_POSTINGS and len(_LISTS) > 1:
+        _HELD[0] -= _LISTS.popitem(last=False)[1].count
+    return found
+
+
+def _blocks(leaf, field: str, text: str) -> Blocks:
     from whoosh.reading import TermNotFound
 
     try:
@@ -199,6 +257,28 @@ def length_bytes(leaf, field: str) -> bytes | None:
     Whoosh has no public way to read a whole length column; reading it document by
     document costs about 80 ms on 10,000 items, the column itself well under 1 ms.
     """
+    column = _column(leaf, field)
+    return None if column is None else column[0]
+
+
+def _column(leaf, field: str) -> tuple[bytes, int] | None:
+    """(length bytes, their length_total) of a segment's field, read once per segment."""
+    seg = _segment_key(leaf)
+    key = None if seg is None else (*seg, field)
+    if key is not None and key in _COLUMNS:
+        return _COLUMNS[key]
+    lengths = _length_bytes(leaf, field)
+    if lengths is None:
+        return None
+    column = lengths, length_total(lengths)
+    if key is not None:
+        if len(_COLUMNS) >= CACHE_COLUMNS:
+            del _COLUMNS[next(iter(_COLUMNS))]  # the oldest: a long-running process
+        _COLUMNS[key] = column
+    return column
+
+
+def _length_bytes(leaf, field: str) -> bytes | None:
     try:
         from whoosh.codec.whoosh3 import LENGTHS_COLUMN
 
@@ -241,10 +321,10 @@ def length_total(lengths: bytes) -> int:
 
 def live_length_total(leaf, field: str, deleted: frozenset) -> int:
     """Sum of the one-byte field lengths of one segment's live documents."""
-    lengths = length_bytes(leaf, field)
-    if lengths is None:
+    column = _column(leaf, field)
+    if column is None:
         return 0
-    total = length_total(lengths)
+    lengths, total = column
     if deleted:
         total -= length_total(bytes(lengths[d] for d in deleted))
     return total

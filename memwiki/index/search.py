@@ -228,6 +228,9 @@ def retrieve(
         fused, scope, person = scope_to_project(rows, fused, project, query)
         results = _rollup(snap, fused, k)
         _fill_sections(snap, results, fused, budget)
+        if attempt < 2 and forkscan.stale(snap):  # the word came late: still before the walk ends
+            snap = forkscan.settle(index, snap)
+            continue
         fresh = forkscan.confirm(index, snap)
         if fresh is snap:
             break
