@@ -272,7 +272,7 @@ def _column(leaf, field: str) -> tuple[bytes, int] | None:
         return None
     column = lengths, length_total(lengths)
     if key is not None:
-        if len(_COLUMNS) >= CACHE_COLUMNS:
+        while _COLUMNS and len(_COLUMNS) >= CACHE_COLUMNS:
             del _COLUMNS[next(iter(_COLUMNS))]  # the oldest: a long-running process
         _COLUMNS[key] = column
     return column
