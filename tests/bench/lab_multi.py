@@ -246,6 +246,10 @@ def row(label, sets, fn):
 
 def variants():
     out = [("shipped", shipped)]
+    for g in (0.1, 0.2, 0.3, 0.5, 1.0):
+        for how in ("max", "sum"):
+            for top in (0, 1, 2):
+                out.append((f"clause g={g} {how} top={top}", decomposed(g, how, top)))
     for a in (0.5, 0.8, 1.0):
         for fl in (0.0, 0.1, 0.15):
             out.append((f"centre a={a} floor={fl}", centred(a, fl)))
@@ -273,10 +277,10 @@ def variants():
 
 def score(args) -> None:
     sets = load(args[:1])
+    which = args[1] if len(args) > 1 else ""
     for ws in sets.values():
         for w in ws:
             attach_links(w)
-    which = args[1] if len(args) > 1 else ""
     print(
         f"{'variant':<40} {'LoCoMo dev':<11} | {'agentwiki':<11} | {'half 0':<11} {'half 1':<11} | "
         + " ".join(f"{k[:9]:<9}" for k in KINDS)
@@ -285,6 +289,8 @@ def score(args) -> None:
         for w in ws:
             attach_terms(w)
             attach_snap(w)
+            if "clause" in which:
+                attach_vectors(w)
     for label, fn in variants():
         if which and which not in label and label != "shipped":
             continue
@@ -431,6 +437,80 @@ def centred(alpha=1.0, floor=0.15, fb=True):
         return cache[key]
 
     return run
+
+
+CLAUSE = r",\s*(?:and|but|or)\s+|;\s*|\?\s+|\s+-\s+|\s+and\s+(?=(?:what|which|how|who|whom|whose|where|when|why|is|are|does|do|did|can)\b)"
+
+
+def clauses(text: str) -> list[str]:
+    """The parts of a multi-part question, each with at least two BM25 terms."""
+    import re
+
+    from memwiki.index import bm25
+
+    parts = [p.strip(" ?.,") for p in re.split(CLAUSE, text, flags=re.I)]
+    return [p for p in parts if len(bm25.query_terms(p)) >= 2]
+
+
+def clause_scores(w, q):
+    """Per clause of a multi-part query: its own fused file scores / their best."""
+    import numpy as np
+
+    from memwiki.index import bm25, search, vector_search
+
+    if "_cl" in q:
+        return q["_cl"]
+    parts = clauses(q["query"])
+    out = []
+    if len(parts) >= 2:
+        snap = w["_vsnap"]
+        rows = snap.state.rows
+        for part in parts:
+            found = bm25.search_hits(snap.bm25_dir, part, 100, None, searcher=snap.searcher())
+            hits = [(rows.find(h), s) for h, s in found.items]
+            hits = [(i, s) for i, s in hits if i is not None]
+            qv = np.asarray(vector_search.query_vector(w["_emb"], part), dtype=np.float32)
+            vec = vector_search.vector_hits(snap, qv, None, 100)
+            files = rollup_max(w, search.fuse(hits, vec, found.coverage))
+            best = max(files.values()) if files else 1.0
+            out.append({p: v / best for p, v in files.items()})
+    q["_cl"] = out
+    return out
+
+
+def decomposed(gamma, how="max", only_top=0):
+    """Shipped file scores / their best, plus gamma x each clause's own file score / its best
+    (max over clauses, or sum); only_top > 0: only each clause's best only_top files."""
+
+    def run(w, q):
+        files = rollup_max(w, q["expanded"])
+        parts = clause_scores(w, q)
+        if not parts:
+            return files
+        best = max(files.values())
+        out = {p: v / best for p, v in files.items()}
+        extra: dict[str, float] = {}
+        for cs in parts:
+            keep = ranked(cs)[:only_top] if only_top else cs
+            for p in keep:
+                v = cs[p]
+                extra[p] = max(extra.get(p, 0.0), v) if how == "max" else extra.get(p, 0.0) + v
+        for p, v in extra.items():
+            out[p] = out.get(p, 0.0) + gamma * v
+        return out
+
+    return run
+
+
+def attach_vectors(w) -> None:
+    from memwiki.config import load as load_config
+    from memwiki.index.indexer import Index
+    from memwiki.wiki import Wiki
+
+    root = Path(w["root"])
+    index = Index(Wiki(root), load_config({"wiki": str(root)}), notify=lambda m: None)
+    w["_vsnap"] = index.snapshot(need_vectors=True)
+    w["_emb"] = index.embedder()
 
 
 if __name__ == "__main__":
