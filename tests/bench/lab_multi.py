@@ -246,6 +246,20 @@ def row(label, sets, fn):
 
 def variants():
     out = [("shipped", shipped)]
+    for lam in (0.2, 0.3, 0.4, 0.5):
+        for rn in (False, True):
+            for sb in (False, True):
+                label = f"fbothers l={lam} renorm={rn} self={sb}"
+                out.append((label, feedback_others(lam, rn, sb)))
+    for lam in (0.1, 0.2, 0.3, 0.5, 0.8):
+        for unit in ("item", "file"):
+            for sh in (False, True):
+                label = f"resid l={lam} {unit} share={sh}"
+                out.append((label, residual_query(lam, unit, sh)))
+    for lam in (0.3, 0.4, 0.5):
+        for n in (5, 10, 15):
+            for mix in (False, True):
+                out.append((f"filefb l={lam} n={n} mix={mix}", file_feedback(lam, n, mix)))
     for g in (0.1, 0.2, 0.3, 0.5, 1.0):
         for how in ("max", "sum"):
             for top in (0, 1, 2):
@@ -513,6 +527,252 @@ def attach_vectors(w) -> None:
     w["_emb"] = index.embedder()
 
 
+def file_feedback(lam=0.4, n=10, mix=False):
+    """BM25 feedback with the words of the best item's whole file (every item's counts
+    summed) instead of the item alone; mix: the item's and the file's words, half each."""
+    from memwiki.index import bm25, bm25_score, feedback
+
+    def run(w, q):
+        key = ("filefb", lam, n, mix)
+        cache = q.setdefault("_c", {})
+        if key not in cache:
+            snap = w["_snap"]
+            rows = snap.state.rows
+            best = feedback.top_item(rows, q["fused"])
+            path = rows[best].path
+            counts: dict[str, int] = {}
+            for i, p in enumerate(w["paths"]):
+                if p == path:
+                    for t, c in feedback.item_terms(snap, rows[i]).items():
+                        counts[t] = counts.get(t, 0) + c
+            reader = snap.searcher().reader()
+            qt = bm25.query_terms(q["query"])
+            terms = feedback.expansion_terms(reader, counts, qt, n)
+            if mix:
+                own = feedback.expansion_terms(reader, feedback.item_terms(snap, rows[best]), qt, n)
+                terms = list(dict.fromkeys(own[: n // 2] + terms))[:n]
+            out = dict(q["fused"])
+            found = bm25_score.search(reader, terms, 100, None) if terms else None
+            hits = [(rows.find(h), s) for h, s in found.items] if found else []
+            hits = [(i, s) for i, s in hits if i is not None]
+            if hits:
+                top = hits[0][1] or 1.0
+                for i, s in hits:
+                    out[i] = out.get(i, 0.0) + lam * s / top
+            cache[key] = rollup_max(w, out)
+        return cache[key]
+
+    return run
+
+
+# ------------------------------------------------------------------ ceilings
+
+
+ORACLE_WEIGHTS = (0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2, 3, 5, 10, 100)
+
+
+def _verdict(w, q, items) -> tuple[bool, bool]:
+    top = set(ranked(rollup_max(w, items))[:5])
+    rel = set(q["relevant"])
+    return bool(rel & top), rel <= top
+
+
+def _oracle(w, q, vec) -> tuple[bool, bool]:
+    """Whether any vector weight, with the feedback off or on, puts any / all relevant files
+    in the top 5: no weighting rule of these lists can do better."""
+    from memwiki.index import feedback, search
+
+    a = al = False
+    for wt in ORACLE_WEIGHTS:
+        fused = search.fuse(q["bm25"], vec, q["coverage"], weight=wt)
+        for lam in (0.0, feedback.EXPANSION_WEIGHT):
+            items = feedback.expand(w["_snap"], fused, q["query"], None, 100, lam) if lam else fused
+            x, y = _verdict(w, q, items)
+            a, al = a or x, al or y
+    return a, al
+
+
+def _lab_views():
+    """tests/bench/lab.py's candidates (/tmp/memwiki-lab/cands.pkl), whose rows are the
+    same as the copies' (checked): e5 cosines and the second pass's query variants."""
+    import lab
+
+    return pickle.loads((lab.LAB / "cands.pkl").read_bytes())
+
+
+def _vec_list(cos):
+    import numpy as np
+
+    cos = np.asarray(cos)
+    top = np.argsort(-cos, kind="stable")[:100]
+    return [(int(i), float(cos[i])) for i in top if cos[i] >= 0.15]
+
+
+def _ensemble_cos(qo):
+    """The ensemble's vector score (vector_search.vector_scores) from the lab's two cosines."""
+    import numpy as np
+
+    a = np.asarray(qo["cos"], dtype=np.float64)
+    b = np.asarray(qo["cos:e5-small-q4"], dtype=np.float64)
+    (ma, sa), (mb, sb) = (a.mean(), a.std() + 1e-9), (b.mean(), b.std() + 1e-9)
+    return (ma + sa * ((a - ma) / sa + (b - mb) / sb) / 2).astype(np.float32)
+
+
+def oracle(args) -> None:
+    """agentwiki's ceiling over vector weights x feedback, for MiniLM and the ensemble, and
+    the ensemble with the shipped fusion (weight up to 3.0) and feedback."""
+    from memwiki.index import feedback, search
+
+    sets = load(args[:1])
+    old = _lab_views()
+    w, wo = sets["agentwiki"][0], old["agentwiki"][0]
+    assert w["paths"] == wo["paths"]
+    attach_snap(w)
+    tot = [0] * 6
+    for q, qo in zip(w["queries"], wo["queries"], strict=True):
+        ens = _vec_list(_ensemble_cos(qo))
+        fused = search.fuse(q["bm25"], ens, q["coverage"], most=search.ENSEMBLE_WEIGHT_MAX)
+        shipped_e = _verdict(w, q, feedback.expand(w["_snap"], fused, q["query"], None, 100))
+        for n, v in enumerate((*_oracle(w, q, q["vec"]), *_oracle(w, q, ens), *shipped_e)):
+            tot[n] += v
+    n = len(w["queries"])
+    r = [f"{t / n:.3f}" for t in tot]
+    print(f"oracle MiniLM {r[0]} / {r[1]}, oracle ensemble {r[2]} / {r[3]}, ")
+    print(f"ensemble + feedback {r[4]} / {r[5]}")
+
+
+def views(args) -> None:
+    """The second pass's query and BM25 variants again, now with the feedback after them."""
+    import numpy as np
+
+    from memwiki.index import feedback, search
+
+    sets = load(args[:1])
+    old = _lab_views()
+    for ws in sets.values():
+        for w in ws:
+            attach_snap(w)
+    variants = [("cos", "bm25"), ("cos", "bm25:head1"), ("cos", "bm25:flat")]
+    variants += [("cos", "bm25:split"), ("cos:strip", "bm25"), ("cos:tags", "bm25")]
+    variants += [("cos:frame", "bm25"), ("cos:lead", "bm25"), ("mean:lead", "bm25")]
+    variants += [("mean:strip", "bm25")]
+    for cv, bv in variants:
+        line = f"{cv:<11} {bv:<11}"
+        for name in ("locomo-dev", "agentwiki"):
+            got = {"any": 0, "all": 0, "h0": 0, "h1": 0, "p": 0, "n": 0}
+            for w, wo in zip(sets[name], old[name], strict=True):
+                for j, (q, qo) in enumerate(zip(w["queries"], wo["queries"], strict=True)):
+                    if cv.startswith("mean:"):
+                        cos = (np.asarray(qo["cos"]) + np.asarray(qo["cos:" + cv[5:]])) / 2
+                    else:
+                        cos = qo[cv]
+                    hits = q["bm25"] if bv == "bm25" else qo[bv][:100]
+                    cov = q["coverage"] if bv == "bm25" else qo["cover:" + bv[5:]][0]
+                    fused = search.fuse(hits, _vec_list(cos), cov)
+                    items = feedback.expand(w["_snap"], fused, q["query"], None, 100)
+                    a, al = _verdict(w, q, items)
+                    got["any"] += a
+                    got["all"] += al
+                    got[f"h{j % 2}"] += al
+                    got["p"] += a and q["kind"] == "paraphrase"
+                    got["n"] += 1
+            n = got["n"]
+            line += f" | {name} {got['any'] / n:.3f} / {got['all'] / n:.3f}"
+            if name == "agentwiki":
+                line += f" halves all {got['h0'] * 2 / n:.3f} {got['h1'] * 2 / n:.3f}"
+                line += f" paraphrase {got['p'] / 40:.3f}"
+        print(line, flush=True)
+
+
+def residual_query(lam, unit="item", share=False, min_left=1):
+    """After the feedback: BM25 for the query terms the best item (or its whole file) lacks,
+    lam x score / best residual hit (x the residual's share of the query's IDF when share)."""
+    import math
+
+    from memwiki.index import bm25, bm25_score, feedback
+
+    def run(w, q):
+        key = ("resid", lam, unit, share, min_left)
+        cache = q.setdefault("_c", {})
+        if key not in cache:
+            snap = w["_snap"]
+            rows = snap.state.rows
+            best = feedback.top_item(rows, q["fused"])
+            have: set[str] = set()
+            if unit == "item":
+                have = set(feedback.item_terms(snap, rows[best]))
+            else:
+                for i, p in enumerate(w["paths"]):
+                    if p == rows[best].path:
+                        have |= set(feedback.item_terms(snap, rows[i]))
+            terms = list(dict.fromkeys(bm25.query_terms(q["query"])))
+            left = [t for t in terms if t not in have]
+            out = q["expanded"]
+            if len(left) >= min_left and len(left) < len(terms):
+                reader = snap.searcher().reader()
+                found = bm25_score.search(reader, left, 100, None)
+                hits = [(rows.find(h), s) for h, s in found.items]
+                hits = [(i, s) for i, s in hits if i is not None]
+                weight = lam
+                if share:
+                    n = reader.doc_count()
+
+                    def idf(t):
+                        df = reader.doc_frequency("body", t)
+                        return math.log(1 + n / (df + 1)) if df else 0.0
+
+                    total = sum(idf(t) for t in terms) or 1.0
+                    weight = lam * sum(idf(t) for t in left) / total
+                if hits:
+                    out = dict(out)
+                    top = hits[0][1] or 1.0
+                    for i, s in hits:
+                        out[i] = out.get(i, 0.0) + weight * s / top
+            cache[key] = rollup_max(w, out)
+        return cache[key]
+
+    return run
+
+
+def feedback_others(lam, renorm=True, self_boost=True):
+    """The shipped feedback's hits outside the source file only, normalised by the best
+    such hit (renorm) or by the shipped best; self_boost keeps the source file's own gain."""
+    from memwiki.index import bm25, bm25_score, feedback
+
+    def run(w, q):
+        key = ("fbo", lam, renorm, self_boost)
+        cache = q.setdefault("_c", {})
+        if key not in cache:
+            snap = w["_snap"]
+            rows = snap.state.rows
+            best = feedback.top_item(rows, q["fused"])
+            reader = snap.searcher().reader()
+            terms = feedback.expansion_terms(
+                reader, feedback.item_terms(snap, rows[best]), bm25.query_terms(q["query"])
+            )
+            out = dict(q["fused"])
+            if terms:
+                found = bm25_score.search(reader, terms, 100, None)
+                hits = [(rows.find(h), s) for h, s in found.items]
+                hits = [(i, s) for i, s in hits if i is not None]
+                src = rows[best].path
+                other = [(i, s) for i, s in hits if w["paths"][i] != src]
+                own = [(i, s) for i, s in hits if w["paths"][i] == src]
+                top_all = hits[0][1] if hits else 1.0
+                top = (other[0][1] if other else 1.0) if renorm else top_all
+                for i, s in other:
+                    out[i] = out.get(i, 0.0) + lam * s / top
+                if self_boost:
+                    for i, s in own:
+                        out[i] = out.get(i, 0.0) + lam * s / top_all
+            cache[key] = rollup_max(w, out)
+        return cache[key]
+
+    return run
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1] if len(sys.argv) > 1 else "hard"
-    {"gather": gather, "hard": hard, "score": score}[cmd](sys.argv[2:])
+    {"gather": gather, "hard": hard, "score": score, "oracle": oracle, "views": views}[cmd](
+        sys.argv[2:]
+    )
