@@ -246,6 +246,10 @@ def row(label, sets, fn):
 
 def variants():
     out = [("shipped", shipped)]
+    for g in (0.1, 0.2, 0.3, 0.5, 1.0):
+        for how in ("bm25", "cover"):
+            for pool in (0, 10, 20):
+                out.append((f"whole g={g} {how} pool={pool}", whole_files(g, how, pool)))
     for lam in (0.2, 0.3, 0.4, 0.5):
         for rn in (False, True):
             for sb in (False, True):
@@ -303,6 +307,8 @@ def score(args) -> None:
         for w in ws:
             attach_terms(w)
             attach_snap(w)
+            if "whole" in which:
+                attach_file_bm25(w)
             if "clause" in which:
                 attach_vectors(w)
     for label, fn in variants():
@@ -767,6 +773,86 @@ def feedback_others(lam, renorm=True, self_boost=True):
                         out[i] = out.get(i, 0.0) + lam * s / top_all
             cache[key] = rollup_max(w, out)
         return cache[key]
+
+    return run
+
+
+def attach_file_bm25(w) -> None:
+    """w['ftf'][path]: {term: count} over the whole file as BM25 indexes its items (name,
+    description, tags, heading, lines), w['flen'], w['fdf']: a file-level BM25's statistics."""
+    from memwiki.index import bm25
+
+    root = Path(w["root"])
+    ana = bm25.analyzer()
+    cache: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    ftf: dict[str, dict[str, int]] = {}
+    for i, p in enumerate(w["paths"]):
+        if p not in cache:
+            cache[p] = (root / p).read_text(encoding="utf-8").splitlines()
+        name, desc, tags, heading = w["meta"][i]
+        counts = ftf.setdefault(p, {})
+        if p not in seen:  # the head once per file
+            seen.add(p)
+            for t in ana(f"{name.replace('-', ' ')} {desc} {' '.join(tags)}"):
+                counts[t.text] = counts.get(t.text, 0) + 1
+        a, b = w["rows_lines"][i]
+        for t in ana(heading + " " + "\n".join(cache[p][a - 1 : b])):
+            counts[t.text] = counts.get(t.text, 0) + 1
+    w["ftf"] = ftf
+    w["flen"] = {p: sum(c.values()) for p, c in ftf.items()}
+    df: dict[str, int] = {}
+    for c in ftf.values():
+        for t in c:
+            df[t] = df.get(t, 0) + 1
+    w["fdf"] = df
+
+
+def file_bm25(w, q) -> dict[str, float]:
+    import math
+
+    from memwiki.index import bm25
+
+    n = len(w["ftf"])
+    avg = sum(w["flen"].values()) / n
+    out: dict[str, float] = {}
+    for t in dict.fromkeys(bm25.query_terms(q["query"])):
+        df = w["fdf"].get(t)
+        if not df:
+            continue
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        for p, c in w["ftf"].items():
+            tf = c.get(t)
+            if tf:
+                norm = tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * w["flen"][p] / avg))
+                out[p] = out.get(p, 0.0) + idf * norm
+    return out
+
+
+def whole_files(gamma, how="bm25", pool=0):
+    """Shipped file scores + gamma x a whole-file signal / its best: BM25 over whole files
+    (how=bm25), or the IDF share of the query's terms the file holds anywhere (cover);
+    pool > 0: only the shipped best `pool` files take it."""
+
+    def run(w, q):
+        files = rollup_max(w, q["expanded"])
+        if how == "bm25":
+            sig = file_bm25(w, q)
+        else:
+            total = sum(q["qterms"].values()) or 1.0
+            sig = {
+                p: sum(v for t, v in q["qterms"].items() if t in w["fterms"][p]) / total
+                for p in files
+            }
+        if not sig:
+            return files
+        best = max(sig.values()) or 1.0
+        keep = set(ranked(files)[:pool]) if pool else None
+        out = dict(files)
+        for p, v in sig.items():
+            if keep is None or p in keep:
+                out[p] = out.get(p, 0.0) + gamma * v / best
+        return out
 
     return run
 
