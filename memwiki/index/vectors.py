@@ -351,7 +351,9 @@ def prefill_cache(directory: Path, root: Path, state, embedder, key: dict, notif
     total = len(texts)
     if not total:
         return 0
-    keys, values = list(texts), list(texts.values())
+    shas, plain = list(texts), list(texts.values())
+    keys = [shas[i] for i in by_length(plain)]
+    values = [texts[k] for k in keys]
     step = max(EMBED_BATCH, total // 10)
     started = time.monotonic()
     notify(f"embedding {total} items in the background")
@@ -370,6 +372,18 @@ def prefill_cache(directory: Path, root: Path, state, embedder, key: dict, notif
 PROGRESS_EVERY_S = 5.0
 
 
+def by_length(texts: list[str]) -> list[int]:
+    """Positions of texts, longest first: slices of similar length pad little.
+
+    Progress and saved slices need the work cut into slices; cut in the wiki's order, each
+    slice mixes short and long texts and every batch pads to its longest, about 25% more
+    tokens through the model than one sorted run on a generated 2k wiki, 10-20% on real
+    ones (docs/retrieval.md). Longest first so the time left is never underestimated.
+    A vector does not depend on its batch (padding is masked), so the order changes no bit.
+    """
+    return sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+
+
 def embed_with_progress(embedder, texts: list[str], notify=None) -> np.ndarray:
     """Embed texts; large jobs report progress on stderr.
 
@@ -382,24 +396,36 @@ def embed_with_progress(embedder, texts: list[str], notify=None) -> np.ndarray:
 
     if len(texts) <= EMBED_BATCH or notify is None:
         return np.asarray(embedder.embed(texts), dtype=np.float32)
-    parts = []
+    total = len(texts)
+    order = by_length(texts)
+    step = min(4 * EMBED_BATCH, max(EMBED_BATCH, total // 10))
+    out: np.ndarray | None = None
+
+    def run(start: int) -> int:
+        nonlocal out
+        idx = order[start : start + step]
+        vecs = np.asarray(embedder.embed([texts[i] for i in idx]), dtype=np.float32)
+        if out is None:
+            out = np.empty((total, vecs.shape[1]), dtype=np.float32)
+        out[idx] = vecs
+        return len(idx)
+
     if sys.stderr.isatty():
         from rich.console import Console
         from rich.progress import Progress
 
         with Progress(transient=True, console=Console(file=sys.stderr)) as progress:
-            task = progress.add_task("embedding", total=len(texts))
-            for i in range(0, len(texts), EMBED_BATCH):
-                parts.append(embedder.embed(texts[i : i + EMBED_BATCH]))
-                progress.advance(task, len(parts[-1]))
-        return np.concatenate(parts).astype(np.float32)
-    total, done = len(texts), 0
+            task = progress.add_task("embedding", total=total)
+            for start in range(0, total, step):
+                progress.advance(task, run(start))
+        assert out is not None
+        return out
+    done = 0
     started = last_time = time.monotonic()
     last_share = 0
     notify(f"embedding {total} items")
-    for i in range(0, total, EMBED_BATCH):
-        parts.append(embedder.embed(texts[i : i + EMBED_BATCH]))
-        done += len(parts[-1])
+    for start in range(0, total, step):
+        done += run(start)
         now, share = time.monotonic(), done * 10 // total
         if done < total and (share > last_share or now - last_time >= PROGRESS_EVERY_S):
             rate = done / max(now - started, 1e-9)
@@ -409,4 +435,5 @@ def embed_with_progress(embedder, texts: list[str], notify=None) -> np.ndarray:
             )
             last_time, last_share = now, share
     notify(f"embedded {total} items in {time.monotonic() - started:.1f} s")
-    return np.concatenate(parts).astype(np.float32)
+    assert out is not None
+    return out
