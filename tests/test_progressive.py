@@ -136,7 +136,7 @@ def test_long_work_prints_plain_progress_lines_when_stderr_is_not_a_terminal(tmp
 
 def test_progress_lines_every_ten_percent(tmp_path):
     from memwiki.embed.hashing import HashEmbedder
-    from memwiki.index.vectors import embed_with_progress
+    from memwiki.index.embedding import embed_with_progress
 
     lines: list[str] = []
     texts = [f"note {i} about release staging" for i in range(2000)]
@@ -152,7 +152,7 @@ def test_progress_slices_give_every_text_its_own_vector(tmp_path):
     # bit what one call gives (the real model: a vector does not depend on its batch).
     from memwiki.config import load
     from memwiki.embed import load_embedder
-    from memwiki.index.vectors import by_length, embed_with_progress
+    from memwiki.index.embedding import by_length, embed_with_progress
 
     texts = [f"note {i} " + "about release staging " * (i * 7 % 23) for i in range(150)]
     order = by_length(texts)
