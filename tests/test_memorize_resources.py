@@ -13,7 +13,7 @@ from test_memorize_support import git, make_wiki, payload, recall, write
 
 from memwiki import memorize
 from memwiki.errors import InvalidInput, StateError
-from memwiki.memorize import resources, runstate
+from memwiki.memorize import resources, runstate, touched
 
 
 def checkout(tmp_path: Path) -> Path:
@@ -72,10 +72,10 @@ def test_touched_paths_changed_first_each_once():
         {"type": "tool_call", "name": "shell", "arguments": ["apply_patch", "*** Add File: c.py"]},
         {"type": "tool_call", "name": "x", "arguments": "not an object"},
     ]
-    assert resources.touched_paths(items) == ["b.py", "a.py"]
+    assert touched.touched_paths(items) == ["b.py", "a.py"]
     call = {"type": "tool_call", "name": "shell", "arguments": {"command": ["apply_patch", "x"]}}
     call["arguments"]["command"][1] = "*** Begin Patch\n*** Add File: c.py\n*** End Patch"
-    assert resources.touched_paths([call]) == ["c.py"]
+    assert touched.touched_paths([call]) == ["c.py"]
 
 
 def test_prepare_with_a_project_adds_the_resource_job(tmp_path):
@@ -334,7 +334,7 @@ def test_verify_drops_non_utf8_and_escaping_paths_with_a_reason(tmp_path):
     outside = tmp_path / "elsewhere"
     write(outside, "secret.py", "key = 1\n")
     (root / "vendor").symlink_to(outside, target_is_directory=True)
-    log = resources.touched_log_path(Path(result.workspace).parent, 1)
+    log = touched.touched_log_path(Path(result.workspace).parent, 1)
     with open(log, "ab") as fh:  # the executor adds lines; a tool logged raw bytes
         fh.write(b"caf\xe9.py\n\xff\xfe\n" + bytes(root) + b"/vendor/secret.py\nvendor/secret.py\n")
     (found,) = memorize.verify_resources(wiki, result.run_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -63,6 +64,25 @@ def test_preparing_again_keeps_the_copy_in_place(tmp_path):
     assert prepare_model(config(tmp_path, cache))
     assert weights.stat().st_ino == inode
     assert [p.name for p in cache.iterdir()] == [copy_dir(cache).name]  # no temporary left
+
+
+def test_an_upgrade_removes_the_old_versions_copy_once_unused(tmp_path):
+    cache = tmp_path / "cache"
+    assert prepare_model(config(tmp_path, cache))
+    old_unused, old_in_use = (cache / f"{MODEL_SHA256[:16]}-ort{v}" for v in ("0.1.0", "0.2.0"))
+    for folder in (old_unused, old_in_use):
+        folder.mkdir()
+        (folder / prepared.WEIGHTS).write_bytes(b"w")
+    month_ago = time.time() - 31 * 86400
+    for path in (old_unused / prepared.WEIGHTS, old_unused):
+        os.utime(path, (month_ago, month_ago))
+    other_model = cache / "0123456789abcdef-ort0.1.0"  # another model's copy is not ours
+    other_model.mkdir()
+    os.utime(other_model, (month_ago, month_ago))
+    shutil.rmtree(copy_dir(cache))  # the next preparation looks at its siblings
+    assert prepare_model(config(tmp_path, cache))
+    names = sorted(p.name for p in cache.iterdir())
+    assert names == sorted([copy_dir(cache).name, old_in_use.name, other_model.name])
 
 
 @pytest.mark.parametrize("damage", ["truncated", "flipped", "graph", "meta", "gone"])

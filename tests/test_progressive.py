@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 from test_index_crash import build_wiki, env_for
 
 from memwiki.config import load
@@ -135,7 +136,7 @@ def test_long_work_prints_plain_progress_lines_when_stderr_is_not_a_terminal(tmp
 
 def test_progress_lines_every_ten_percent(tmp_path):
     from memwiki.embed.hashing import HashEmbedder
-    from memwiki.index.vectors import embed_with_progress
+    from memwiki.index.embedding import embed_with_progress
 
     lines: list[str] = []
     texts = [f"note {i} about release staging" for i in range(2000)]
@@ -144,6 +145,24 @@ def test_progress_lines_every_ten_percent(tmp_path):
     percents = [int(ln.split("(")[1].split("%")[0]) for ln in lines if "%" in ln]
     assert percents == sorted(percents) and 8 <= len(percents) <= 11
     assert embed_with_progress(HashEmbedder(), texts, None).shape == (2000, 384)  # silent
+
+
+def test_progress_slices_give_every_text_its_own_vector(tmp_path):
+    # Slices run longest first; each row must still land at its text's position, bit for
+    # bit what one call gives (the real model: a vector does not depend on its batch).
+    from memwiki.config import load
+    from memwiki.embed import load_embedder
+    from memwiki.index.embedding import by_length, embed_with_progress
+
+    texts = [f"note {i} " + "about release staging " * (i * 7 % 23) for i in range(150)]
+    order = by_length(texts)
+    assert sorted(order) == list(range(150))
+    assert [len(texts[i]) for i in order] == sorted(map(len, texts), reverse=True)
+    embedder, _ = load_embedder(load(environ={"HOME": str(tmp_path), "MEMWIKI_MODEL_CACHE": "off"}))
+    lines: list[str] = []
+    sliced = embed_with_progress(embedder, texts, lines.append)
+    assert any("%" in ln for ln in lines)  # it did run in slices
+    assert np.array_equal(sliced, embedder.embed(texts))
 
 
 def test_cpu_share_counts_from_the_process_start(tmp_path):

@@ -42,6 +42,10 @@ _PROBE = [[101, 3638, 15113, 102, 0, 0], [101, 2129, 2079, 2057, 12661, 102]]
 TOLERANCE = 0.0
 #: A temporary folder this old belongs to a preparer that was killed.
 ABANDONED_AFTER_S = 600
+#: A copy made for another onnxruntime version and not read for this long is left over
+#: from an upgrade (90 MB each). Another install on the machine that still uses it only
+#: prepares it again (0.3 s), so a wrong guess costs time, never an answer.
+UNUSED_AFTER_S = 30 * 86400
 
 
 def key(source_sha256: str) -> str:
@@ -129,6 +133,25 @@ def _options(level) -> ort.SessionOptions:
     return opts
 
 
+def _remove_superseded(cache_dir: Path, source_sha256: str) -> None:
+    """Delete copies of this source for other onnxruntime versions that nobody has read lately.
+
+    A copy's last use is its weights file's access time (or its folder's mtime when that is
+    later): kernels update atime at least daily by default (relatime), and with noatime a
+    copy in use is at worst prepared again.
+    """
+    now = time.time()
+    mine = key(source_sha256)
+    for folder in cache_dir.glob(f"{source_sha256[:16]}-ort*"):
+        if folder.name == mine or not folder.is_dir():
+            continue
+        with contextlib.suppress(OSError):
+            weights = folder / WEIGHTS
+            used = max(folder.stat().st_mtime, weights.stat().st_atime if weights.exists() else 0)
+            if now - used > UNUSED_AFTER_S:
+                shutil.rmtree(folder)
+
+
 def prepare(source: Path, source_sha256: str, cache_dir: Path) -> Path | None:
     """Write the prepared copy of source (already verified against source_sha256); its graph.
 
@@ -142,6 +165,7 @@ def prepare(source: Path, source_sha256: str, cache_dir: Path) -> Path | None:
         return found
     cache_dir.mkdir(parents=True, exist_ok=True)
     _remove_abandoned(cache_dir)
+    _remove_superseded(cache_dir, source_sha256)
     # A damaged copy goes out of the way first (readers keep their maps); looked at again
     # just before, so a whole copy a racing preparer has just put in place stays.
     if final.exists() and find(cache_dir, source_sha256) is None:

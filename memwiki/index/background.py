@@ -90,7 +90,7 @@ def run(index, notify) -> str:
         embedder = index.embedder()
         prefilled = 0
         if embedder is not None and first.state is not None:
-            from .vectors import prefill_cache
+            from .embedding import prefill_cache
 
             prefilled = prefill_cache(
                 index.directory,

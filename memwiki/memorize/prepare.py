@@ -13,10 +13,11 @@ from .. import recallfile as rfmod
 from ..errors import InvalidInput, StateError
 from ..fsutil import atomic_write_text
 from ..git.merge import current_branch_head
-from . import resources, runstate, templates, transcripts, worktrees
+from . import runstate, templates, transcripts, worktrees
 from .runstate import PREPARED, PREPARING, WORKSPACE, RunState
 from .schema import MAX_PAYLOADS, Session, load_sessions
 from .scrub import ScrubbedSession, scrub_session
+from .touched import RESOURCES_DIR, write_touched_log
 
 if TYPE_CHECKING:
     from ..wiki import Wiki
@@ -122,7 +123,7 @@ def _write_run_files(
         project = projects[number - 1]
         log = None
         if project:
-            log = resources.write_touched_log(directory, number, session.items, project.get("cwd"))
+            log = write_touched_log(directory, number, session.items, project.get("cwd"))
             written[-1]["project"] = project["project"]
             written[-1]["touched"] = str(log)
         logs.append(log)
@@ -155,8 +156,7 @@ def _write_run_files(
         n = len(jobs) + 1
         path = directory / "jobs" / f"{n:02d}-resource-projects.md"
         lists = "\n".join(
-            f"       - `{directory / resources.RESOURCES_DIR / f'{slug}.md'}` ({slug})"
-            for slug in slugs
+            f"       - `{directory / RESOURCES_DIR / f'{slug}.md'}` ({slug})" for slug in slugs
         )
         text = templates.render(
             "resource_job.md",

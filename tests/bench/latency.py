@@ -275,9 +275,9 @@ def main(runs: int = 7, files: int = 2000) -> dict:
     from memwiki.config import load
     from memwiki.embed import load_embedder
     from memwiki.index import manifest as st
+    from memwiki.index.embedding import embed_text_of
     from memwiki.index.indexer import Index
     from memwiki.index.reading import read_file_items
-    from memwiki.index.vectors import embed_text_of
     from memwiki.wiki import Wiki
 
     work = Path(tempfile.mkdtemp(prefix="memwiki-bench-"))
