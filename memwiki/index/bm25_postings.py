@@ -86,10 +86,10 @@ def _segment_key(leaf) -> tuple | None:
     test framework) may seed: so the key is also the segment file's folder and identity
     (inode, mtime, size), and a rebuilt index's segment never matches an older one.
     """
-    key = getattr(leaf, "_memwiki_key", False)
-    if key is not False:
-        return key
-    key = None
+    known = getattr(leaf, "_memwiki_key", False)
+    if known is None or isinstance(known, tuple):
+        return known
+    key: tuple | None = None
     try:
         storage = getattr(leaf, "_storage")  # noqa: B009 - Whoosh internals, see above
         folder = getattr(getattr(storage, "b", storage), "folder")  # noqa: B009

@@ -311,16 +311,13 @@ def _unheld(state: st.State, changes: st.ScanChanges, stats: dict) -> list[str]:
     out = [rel for rel in changes.deleted if rel in files]
     for rel in changes.changed:
         entry = files.get(rel)
-        seen = stats.get(rel), changes.hashes.get(rel)
-        if entry is None or ((entry.size, entry.mtime_ns), entry.sha256) != seen:
+        found = stats.get(rel), changes.hashes.get(rel)
+        if entry is None or ((entry.size, entry.mtime_ns), entry.sha256) != found:
             out.append(rel)
     for rel, seen in changes.touched.items():
         entry = files.get(rel)
-        if entry is None or (entry.size, entry.mtime_ns, entry.sha256) != (
-            seen.size,
-            seen.mtime_ns,
-            seen.sha256,
-        ):
+        facts = (seen.size, seen.mtime_ns, seen.sha256)
+        if entry is None or (entry.size, entry.mtime_ns, entry.sha256) != facts:
             out.append(rel)
     return out
 
