@@ -175,6 +175,39 @@ def test_a_file_changed_again_after_the_childs_look_is_scanned_again(tmp_path, s
     assert ranked(wiki) == rebuilt(wiki, tmp_path)
 
 
+def test_a_word_that_comes_while_the_findings_are_awaited_is_read_as_one(
+    tmp_path, monkeypatch, speculating
+) -> None:
+    # The search ended before the child met the changed file: the parent already waits
+    # for the findings when the word comes. It is read as the word it is, and the
+    # findings after it are used (no scan in the parent).
+    wiki = make(tmp_path)
+    index = index_of(wiki)
+    index.update()
+    write(wiki.root, "memory/note-4.md", "zebracorn late in the walk")
+    real_scan = mf.scan
+
+    def slow(root, state, on_change=None):
+        time.sleep(0.3)  # in the child: the parent is waiting by then
+        return real_scan(root, state, on_change)
+
+    monkeypatch.setattr(mf, "scan", slow)
+    snap = index.snapshot(need_vectors=True, speculate=True)
+    pending = snap.pending_scan
+    assert pending is not None and pending._head is None
+    walks: list[int] = []
+    real_walk = mf.walk
+    monkeypatch.setattr(mf, "walk", lambda *a, **kw: walks.append(1) or real_walk(*a, **kw))
+    final = forkscan.confirm(index, snap)
+    assert pending.hint == "memory/note-4.md"
+    assert walks == []
+    assert final.state.files["memory/note-4.md"].sha256 == mf.file_sha256(
+        wiki.root / "memory/note-4.md"
+    )
+    final.close()
+    assert no_children()
+
+
 def test_a_held_lock_leaves_the_update_to_the_findings(tmp_path, speculating) -> None:
     # Another writer holds the lock: no early update, and no wait for it yet; the
     # confirmation waits (as a reader always did) and updates once the lock is free.

@@ -104,12 +104,16 @@ class PendingScan:
 
     def result(self) -> tuple[st.ScanChanges, dict] | None:
         """(changes, stats of the changed and touched files), or None if the child failed."""
-        if self._head is None:
-            self.announced()  # the head record is parsed there (it may not be in yet)
-        chunks: list[bytes] = [self._head or b""]
         until = time.monotonic() + CHILD_TIMEOUT_S
         ok = False
         try:
+            # The head record first, waiting for it: a word that comes now names a file
+            # before the findings, and must not be read as a part of them.
+            while self._head is None and not self.announced():
+                if self._head is not None or until <= time.monotonic():
+                    break
+                select.select([self.fd], [], [], until - time.monotonic())
+            chunks: list[bytes] = [self._head or b""]
             while (left := until - time.monotonic()) > 0:
                 ready, _, _ = select.select([self.fd], [], [], left)
                 if not ready:
