@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_forkscan import apply_edits, make, write
 
 from memwiki.config import load
 from memwiki.index import forkscan
@@ -30,24 +31,7 @@ from memwiki.wiki import Wiki
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the forked scan is Linux-only")
 
-TOPICS = ["billing", "webhook", "kafka", "postgres", "release", "dashboard", "secrets", "oncall"]
 QUERY = "zebracorn billing webhook"
-
-
-def write(root: Path, rel: str, text: str) -> None:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        f"---\nname: {path.stem}\ndescription: Notes on {text}\n---\n# {text}\n\n{text} details.\n",
-        encoding="utf-8",
-    )
-
-
-def make(root: Path, n: int = 12) -> Wiki:
-    wiki, _ = Wiki.init(root / "w")
-    for i in range(n):
-        write(wiki.root, f"memory/note-{i}.md", f"{TOPICS[i % len(TOPICS)]} topic {i}")
-    return wiki
 
 
 def environ(wiki: Wiki) -> dict:
@@ -248,17 +232,6 @@ def test_a_deleted_hinted_file_is_never_kept(tmp_path, speculating) -> None:
 def edit_lists(least: int, most: int):
     op = st.tuples(st.sampled_from(["edit", "add", "delete", "touch"]), st.integers(0, 15))
     return st.lists(op, min_size=least, max_size=most)
-
-
-def apply_edits(wiki: Wiki, edits) -> None:
-    for op, i in edits:
-        path = wiki.root / f"memory/note-{i}.md"
-        if op in ("edit", "add"):
-            write(wiki.root, f"memory/note-{i}.md", f"zebracorn {op} {i}")
-        elif op == "delete":
-            path.unlink(missing_ok=True)
-        elif path.exists():
-            os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
 
 
 @settings(
