@@ -54,16 +54,28 @@ class Blocks:
 
     def read(self, wanted: Callable[[Block], bool] | None = None) -> Decoded:
         """The postings of every block (or of those `wanted`), in document order."""
+        if wanted is None:
+            return self.take(range(len(self.blocks)))
+        return self.take([j for j, block in enumerate(self.blocks) if wanted(block)])
+
+    def take(self, chosen) -> Decoded:
+        """The postings of the blocks numbered in `chosen` (ascending), in document order."""
+        if len(chosen) == 1:
+            return self.decoded(chosen[0])
         ids: list[int] = []
         weights: list[float] = []
-        for j, block in enumerate(self.blocks):
-            if wanted is None or wanted(block):
-                if j not in self._decoded:
-                    self._decoded[j] = block.decode()
-                i, w = self._decoded[j]
-                ids.extend(i)
-                weights.extend(w)
+        for j in chosen:
+            i, w = self.decoded(j)
+            ids.extend(i)
+            weights.extend(w)
         return ids, weights
+
+    def decoded(self, j: int) -> Decoded:
+        """The postings of block j (decoded once; callers must not change the lists)."""
+        got = self._decoded.get(j)
+        if got is None:
+            got = self._decoded[j] = self.blocks[j].decode()
+        return got
 
 
 # Posting lists and length columns already read in this process, by segment. A Whoosh
