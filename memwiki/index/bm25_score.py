@@ -8,12 +8,17 @@ whole (bm25_postings), scored with C-level loops (or numpy arrays) in the exact 
 of whoosh.scoring.bm25, and added up in the order of Whoosh's ArrayUnionMatcher (field by
 field, term by term), so every score is bit-identical to Whoosh's.
 
-The body lists, the last field added and nearly all the postings of a wiki, are read only
-where they can matter (MaxScore): once the other fields are scored, the `limit`-th best
-score so far bounds the final one from below, and a body block's header (its largest
-weight, its shortest length) bounds what it adds. A document whose score so far plus
-the body bound stays below that cannot be a hit, and body blocks holding none but such
-documents are never decoded.
+Only the lists that can matter are scored, and only where (MaxScore, every field and
+term): a list's bound is its best block's bound, and a block's header (its largest
+weight, its shortest length) bounds what any of its postings adds. The lists are read
+whole in the order of their bounds, best first, until the limit-th best score so far
+(the floor: no final score of the limit best is below it) exceeds what the lists left
+can add together; then no document that none of the lists read holds can be a hit, and
+each list left is decoded only in the blocks holding a document whose score so far, plus
+the block's bound and the bounds of the lists after it, still reaches the floor. Lists
+read in that order sum a document's scores in another order than Whoosh: the documents
+near the cut are summed again list by list in Whoosh's order, so the scores, the ties
+and the ranks stay bit-identical.
 """
 
 from __future__ import annotations
@@ -31,8 +36,8 @@ from .bm25_postings import Block, Blocks, Unreadable, blocks, length_bytes, live
 # A document is left out only when its bound is this much below the cut: far more than
 # the rounding of a sum, and than the 1e-9 within which scores tie.
 MARGIN = 1e-6
-# Body blocks the last search read and left undecoded: what the pruning saved (for tests
-# and benchmarks; nothing depends on it).
+# Blocks of the lists read in part that the last search decoded and left undecoded: what
+# the pruning saved (for tests and benchmarks; nothing depends on it).
 LAST_RUN = {"read": 0, "skipped": 0}
 
 
@@ -143,12 +148,11 @@ def _segment(acc, lists: list[_List], dead: frozenset, allowed, limit: int, floo
     order = sorted(lists, key=lambda lst: -lst.bound)
     rem = sum(lst.bound for lst in order)  # the most the lists not read yet add
     local, grown = 0.0, 0.0  # the last limit-th best here, and the most it grew since
-    j, read = 0, []  # the document numbers of the lists read whole
+    j = 0
     while j < len(order) and not floor - MARGIN > rem:
         lst = order[j]
         ids, weights = lst.blocks.read()
         acc.add(ids, weights, lst.lengths, lst.idf, lst.norms)
-        read.append(ids)
         rem, grown, j = rem - lst.bound, grown + lst.bound, j + 1
         # the limit-th best is worth computing once it may have passed what remains
         if j == len(order) or local + grown - MARGIN > rem:
@@ -158,9 +162,9 @@ def _segment(acc, lists: list[_List], dead: frozenset, allowed, limit: int, floo
             floor = max(floor, local)
     acc.mask(dead, allowed)
     if j == len(order):
-        docs = acc.at_least(floor - MARGIN, read)
+        docs = acc.at_least(floor - MARGIN)
         return list(zip(docs, acc.values(docs), strict=True)), floor
-    docs = acc.at_least(floor - MARGIN - rem, read)
+    docs = acc.at_least(floor - MARGIN - rem)
     for lst in order[j:]:
         rem -= lst.bound
         need = floor - MARGIN - rem
@@ -207,7 +211,8 @@ class _List:
 
     def wanted(self, docs: list[int], scores: list[float], need: float) -> list[int]:
         """The blocks holding a document (of sorted docs) whose score plus the block's bound reaches need."""
-        bounds, lasts, chosen = self.bounds, self.lasts, []
+        bounds, lasts = self.bounds, self.lasts
+        chosen: list[int] = []
         if len(docs) < len(lasts):
             j = 0
             for d, s in zip(docs, scores, strict=True):
@@ -255,10 +260,17 @@ class _Lists:
 
     def __init__(self, size: int):
         self.acc = [0.0] * size
+        # the documents scored so far while they are few: a scan of them is cheaper
+        # than one of the whole list
+        self.seen: set[int] | None = set()
 
     def add(self, ids, weights, lengths, idf: float, norms: list[float]) -> None:
         """Add one posting list's scores (see add_scores)."""
         add_scores(self.acc, ids, weights, lengths, idf, norms)
+        if self.seen is not None:
+            self.seen.update(ids)
+            if len(self.seen) > len(self.acc) // 8:
+                self.seen = None
 
     def mask(self, deleted: frozenset, allowed: list[int] | None) -> None:
         """Zero the deleted documents and, given `allowed`, every other one."""
@@ -272,7 +284,10 @@ class _Lists:
 
     def best(self, k: int) -> list[float]:
         """The k best scores so far."""
-        return heapq.nlargest(k, compress(self.acc, self.acc))
+        if self.seen is None:
+            return heapq.nlargest(k, compress(self.acc, self.acc))
+        scores = list(map(self.acc.__getitem__, self.seen))
+        return heapq.nlargest(k, compress(scores, scores))
 
     def add_for(self, docs: list[int], ids, weights, lengths, idf: float, norms) -> None:
         """add, for the postings of docs only (the other documents are out of the race)."""
@@ -282,16 +297,13 @@ class _Lists:
             self.acc, list(compress(ids, keep)), list(compress(weights, keep)), lengths, idf, norms
         )
 
-    def at_least(self, floor: float, among: list[list[int]]) -> list[int]:
-        """The documents scoring at least floor and more than 0, in order; `among`: the
-        document numbers of the lists scored, the only ones that score more than 0."""
+    def at_least(self, floor: float) -> list[int]:
+        """The documents scoring at least floor and more than 0, in order."""
         floor, acc = max(floor, sys.float_info.min), self.acc
-        if sum(map(len, among)) > len(acc) // 4:
+        if self.seen is None:
             return list(compress(range(len(acc)), map(floor.__le__, acc)))
-        found: set[int] = set()
-        for ids in among:
-            found.update(compress(ids, map(floor.__le__, map(acc.__getitem__, ids))))
-        return sorted(found)
+        docs = list(self.seen)
+        return sorted(compress(docs, map(floor.__le__, map(acc.__getitem__, docs))))
 
     def values(self, docs: list[int]) -> list[float]:
         """The scores so far of docs."""
@@ -340,7 +352,7 @@ class _Arrays:
         """add, for docs at least: here for every posting (cheaper than choosing)."""
         self.add(ids, weights, lengths, idf, norms)
 
-    def at_least(self, floor: float, among: list[list[int]]) -> list[int]:
+    def at_least(self, floor: float) -> list[int]:
         """The documents scoring at least floor and more than 0, in order."""
         return self.np.flatnonzero(self.acc >= max(floor, sys.float_info.min)).tolist()
 
