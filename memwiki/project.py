@@ -20,6 +20,7 @@ from pathlib import Path
 SOURCES = ("remote", "directory", "config")
 SLUG_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 MAX_SLUG = 80
+PUNYCODE_PREFIX = "xn-"  # a slug for a name with no ASCII letters (slugify)
 MAX_DEPTH = 256  # bound on the upward walk (a path has far fewer parts in practice)
 _REMOTE_HEADER = re.compile(r'^\s*\[\s*remote\s+"origin"\s*\]\s*$', re.IGNORECASE)
 _SECTION = re.compile(r"^\s*\[")
@@ -49,10 +50,34 @@ class Repository:
 
 
 def slugify(text: str) -> str | None:
-    """A slug from a repository or directory name (`Ledger_API.git` -> `ledger-api`), or None."""
+    """A slug from a repository or directory name (`Ledger_API.git` -> `ledger-api`), or None.
+
+    A name with no ASCII letter or digit (`计费服务`, `データ基盤`) would have no slug, and its
+    files no project: it gets `xn-` and the Punycode (RFC 3492, the stdlib codec) of its
+    letters and digits instead, the same on every machine and readable back with
+    `slug_name`.
+    """
     name = text.strip().removesuffix(".git")
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:MAX_SLUG].strip("-")
-    return slug or None
+    if slug:
+        return slug
+    letters = "".join(c for c in name.lower() if c.isalnum())
+    try:
+        coded = letters.encode("punycode").decode("ascii") if letters else ""
+    except (UnicodeError, ValueError):
+        return None
+    slug = f"{PUNYCODE_PREFIX}{coded}"
+    return slug if coded and len(slug) <= MAX_SLUG and SLUG_RE.match(slug) else None
+
+
+def slug_name(slug: str) -> str:
+    """The name a slug stands for: the letters behind an `xn-` slug (see slugify), else itself."""
+    if slug.startswith(PUNYCODE_PREFIX):
+        try:
+            return slug[len(PUNYCODE_PREFIX) :].encode("ascii").decode("punycode")
+        except (UnicodeError, ValueError):
+            pass
+    return slug
 
 
 def slug_from_url(url: str) -> str | None:
@@ -293,14 +318,24 @@ _WORD = re.compile(r"[a-z0-9]+")
 
 
 def mentioned(query: str, slugs: Iterable[str]) -> set[str]:
-    """The slugs a query names: `billing-api`, `billing api` or `billingapi`, as whole words."""
-    words = _WORD.findall(query.lower())
-    if not words:
-        return set()
+    """The slugs a query names: `billing-api`, `billing api` or `billingapi`, as whole words.
+
+    An `xn-` slug (a name without ASCII letters, see slugify) is named by its name's
+    letters anywhere in the query: Chinese and Japanese put no spaces between words.
+    """
+    lowered = query.lower()
+    letters = "".join(c for c in lowered if c.isalnum())
+    words = _WORD.findall(lowered)
     joined = " " + " ".join(words) + " "
     compact = set(words)
     out = set()
     for slug in slugs:
+        if slug.startswith(PUNYCODE_PREFIX) and (name := slug_name(slug)) != slug:
+            if name in letters:
+                out.add(slug)
+            continue
+        if not words:
+            continue
         parts = slug.split("-")
         if f" {' '.join(parts)} " in joined or "".join(parts) in compact:
             out.add(slug)

@@ -251,7 +251,8 @@ def test_body_blocks_that_cannot_matter_are_skipped_and_scores_stay_exact(tmp_pa
             terms = bm25.query_terms(" ".join(words))
             bm25_score.search(searcher.reader(), terms, 3, track, vectorised)
             searcher.close()
-            assert bm25_score.LAST_RUN["skipped"] > bm25_score.LAST_RUN["read"] > 0
+            # the three body blocks of untitled files only are never decoded
+            assert bm25_score.LAST_RUN["skipped"] >= 3 and bm25_score.LAST_RUN["read"] > 0
     compare(directory, queries)  # limit 7 and others: whatever the pruning does
 
 

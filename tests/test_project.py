@@ -468,3 +468,49 @@ def test_project_of_a_directory_whose_name_is_not_utf8(tmp_path, run_memwiki):
     done = run_memwiki("project", "--json", cwd=Path(os.fsdecode(os.path.join(top, b"src"))))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["project"] == "caf-api"
+
+
+# ---------------------------------------------------- names without ASCII letters
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["计费服务", "データ基盤.git", "日本 語", "Ελληνικά", "сервис_оплаты"],
+)
+def test_a_name_without_ascii_letters_gets_a_punycode_slug(name):
+    slug = pj.slugify(name)
+    assert slug is not None and slug.startswith("xn-") and pj.SLUG_RE.match(slug)
+    letters = "".join(c for c in name.removesuffix(".git").lower() if c.isalnum())
+    assert pj.slug_name(slug) == letters
+
+
+def test_ascii_names_keep_their_slugs_and_symbols_have_none():
+    assert pj.slugify("Ledger_API.git") == "ledger-api"
+    assert pj.slugify("api-计费") == "api"  # as before: the ASCII part names it
+    assert pj.slugify("🙂🙂") is None
+    assert pj.slug_name("ledger-api") == "ledger-api"
+    assert pj.slug_name("xn-!!") == "xn-!!"  # not Punycode: the slug itself
+
+
+@settings(max_examples=300, deadline=None)
+@given(hst.text(max_size=120))
+def test_slugify_gives_a_valid_slug_or_none(text):
+    from memwiki.recallfile import check_slug
+
+    slug = pj.slugify(text)
+    assert slug is None or check_slug(slug, "project") == slug
+    assert slug is None or slug == pj.slugify(text)  # the same on every call
+
+
+def test_a_cjk_repository_is_a_project_and_its_name_in_a_query_names_it(tmp_path, wiki):
+    root = repo(tmp_path / "checkout", "git@github.com:acme/计费服务.git")
+    found = pj.identify(root)
+    assert found is not None and found.source == "remote"
+    slug = found.slug
+    assert pj.slug_name(slug) == "计费服务"
+    assert pj.mentioned("计费服务的部署说明在哪里", {slug, "ledger"}) == {slug}
+    assert pj.mentioned("how do I deploy ledger", {slug, "ledger"}) == {"ledger"}
+    write(wiki.root, "skill/deploy-billing.md", "How to deploy", "Run make deploy.", slug)
+    write(wiki.root, "skill/deploy-ledger.md", "How to deploy", "Run make deploy.", "ledger")
+    for project, first in ((slug, "skill/deploy-billing.md"), ("ledger", "skill/deploy-ledger.md")):
+        assert paths(wiki, "how to deploy", project)[0] == first

@@ -8,19 +8,24 @@ whole (bm25_postings), scored with C-level loops (or numpy arrays) in the exact 
 of whoosh.scoring.bm25, and added up in the order of Whoosh's ArrayUnionMatcher (field by
 field, term by term), so every score is bit-identical to Whoosh's.
 
-The body lists, the last field added and nearly all the postings of a wiki, are read only
-where they can matter (MaxScore): once the other fields are scored, the `limit`-th best
-score so far bounds the final one from below, and a body block's header (its largest
-weight, its shortest length) bounds what it adds. A document whose score so far plus
-the body bound stays below that cannot be a hit, and body blocks holding none but such
-documents are never decoded.
+Only the lists that can matter are scored, and only where (MaxScore, every field and
+term): a list's bound is its best block's bound, and a block's header (its largest
+weight, its shortest length) bounds what any of its postings adds. The lists are read
+whole in the order of their bounds, best first, until the limit-th best score so far
+(the floor: no final score of the limit best is below it) exceeds what the lists left
+can add together; then no document that none of the lists read holds can be a hit, and
+each list left is decoded only in the blocks holding a document whose score so far, plus
+the block's bound and the bounds of the lists after it, still reaches the floor. Lists
+read in that order sum a document's scores in another order than Whoosh: the documents
+near the cut are summed again list by list in Whoosh's order, so the scores, the ties
+and the ranks stay bit-identical.
 """
 
 from __future__ import annotations
 
 import heapq
 import sys
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable
 from itertools import compress, repeat
@@ -31,8 +36,8 @@ from .bm25_postings import Block, Blocks, Unreadable, blocks, length_bytes, live
 # A document is left out only when its bound is this much below the cut: far more than
 # the rounding of a sum, and than the 1e-9 within which scores tie.
 MARGIN = 1e-6
-# Body blocks the last search read and left undecoded: what the pruning saved (for tests
-# and benchmarks; nothing depends on it).
+# Blocks of the lists read in part that the last search decoded and left undecoded: what
+# the pruning saved (for tests and benchmarks; nothing depends on it).
 LAST_RUN = {"read": 0, "skipped": 0}
 
 
@@ -59,23 +64,18 @@ def search(reader, terms: list[str], limit: int, track: str | None, vectorised=N
     from . import bm25
 
     fields = list(bm25.FIELD_BOOSTS)
-    last = fields[-1]  # added last by Whoosh: the one field whose lists can be read in part
     vectorised = numpy_ready() if vectorised is None else vectorised
     leaves = [leaf for leaf, _ in bm25.leaf_readers(reader)]
     gone = [leaf.deleted_docs_set if leaf.has_deletions() else frozenset() for leaf in leaves]
     keys = [(f, t) for f in fields for t in terms]
     found: dict[tuple[int, str, str], Blocks] = {}
-    lists: dict[tuple[int, str, str], tuple[list[int], list[float]]] = {}
     df = dict.fromkeys(keys, 0)
     for i, leaf in enumerate(leaves):
         dead = sorted(gone[i])
         for f, t in keys:
             bl = found[(i, f, t)] = blocks(leaf, f, t)
-            # of the last field, decode only the blocks that may hold a deleted document
-            lists[(i, f, t)] = bl.read() if f != last else ([], [])
-            if dead:
-                held = lists[(i, f, t)][0] if f != last else bl.read(_holds(dead))[0]
-                df[(f, t)] -= len(gone[i].intersection(held))
+            if dead and bl.count:  # decode only the blocks that may hold a deleted document
+                df[(f, t)] -= len(gone[i].intersection(bl.read(_holds(dead))[0]))
             df[(f, t)] += bl.count
     n = reader.doc_count()
     scored = [
@@ -88,60 +88,147 @@ def search(reader, terms: list[str], limit: int, track: str | None, vectorised=N
     }
     stats = bm25.LiveStats(n, terms, df, avgfl)
     norms = {f: length_norms(avgfl[f] or 1.0) for f in scored}
-    make = _Arrays if vectorised else _Lists
-    segments, allowed = [], []
+    # each segment's lists in Whoosh's order (field by field, term by term): the order
+    # its ArrayUnionMatcher sums a document's scores in
+    lists: list[dict[tuple[str, str], _List]] = []
     for i, leaf in enumerate(leaves):
-        acc = make(leaf.doc_count_all())
+        lists.append({})
         for f in scored:
-            lengths = length_bytes(leaf, f) if f != last else None
-            for t in terms if f != last else ():
-                if lists[(i, f, t)][0]:
-                    acc.add(*lists[(i, f, t)], lengths, stats.idf(f, t), norms[f])
-        allowed.append(track_docs(leaf, track))
-        acc.mask(gone[i], allowed[i])
-        segments.append(acc)
-    # the limit-th best score so far: no final score of the limit best is below it
-    so_far = sorted((s for acc in segments for s in acc.best(limit)), reverse=True)
-    floor = so_far[limit - 1] if len(so_far) >= limit else 0.0
-    wanted = limit + bm25.TIE_MARGIN
-    pools = []
+            lengths = length_bytes(leaf, f)
+            for t in terms:
+                if found[(i, f, t)].count:
+                    lists[i][(f, t)] = _List(found[(i, f, t)], stats.idf(f, t), norms[f], lengths)
     LAST_RUN.update(read=0, skipped=0)
-    for i, (leaf, acc) in enumerate(zip(leaves, segments, strict=True)):
-        tail = [(t, found[(i, last, t)]) for t in terms if found[(i, last, t)].count]
-        if tail:
-            lengths = length_bytes(leaf, last)
-            idf = {t: stats.idf(last, t) for t, _ in tail}
-            bound = sum(max(_bound(b, idf[t], norms[last]) for b in bl.blocks) for t, bl in tail)
-            keep = None
-            if lengths is not None and floor > 0 and bound + MARGIN < floor:
-                keep = acc.at_least(floor - bound - MARGIN)
-            holds = None if keep is None else _holds(keep)
-            for t, bl in tail:
-                ids, weights = lists[(i, last, t)] = bl.read(holds)
-                read = len(bl.blocks) if holds is None else sum(map(holds, bl.blocks))
-                LAST_RUN["read"] += read
-                LAST_RUN["skipped"] += len(bl.blocks) - read
-                if ids:
-                    acc.add(ids, weights, lengths, idf[t], norms[last])
-            acc.mask(gone[i], allowed[i] if keep is None else keep)
-        pools.append(acc.pool(wanted))
-    best = sorted((s for top, _, _ in pools for s, _ in top), reverse=True)
-    if not best:
+    make = _Arrays if vectorised else _Lists
+    floor = 0.0
+    pooled: list[tuple[float, int, int]] = []  # (score summed in reading order, segment, docnum)
+    # the biggest segment first: its limit-th best score is a floor for the others too
+    for i in sorted(range(len(leaves)), key=lambda i: -leaves[i].doc_count_all()):
+        if lists[i]:
+            acc = make(leaves[i].doc_count_all())
+            allowed = track_docs(leaves[i], track)
+            docs, floor = _segment(acc, list(lists[i].values()), gone[i], allowed, limit, floor)
+            pooled.extend((s, i, d) for d, s in docs)
+    if not pooled:
         return bm25.Hits([], 0.0)
-    edge = bm25.tie_key(best[min(limit, len(best)) - 1])
-    # Ties at the cut are broken by item id, not by document numbers (they depend on the
-    # edit history): a segment whose best list may have cut ties off is read whole.
-    chosen: list[tuple[float, int, int]] = []  # (score, segment, docnum)
-    for i, (top, truncated, everything) in enumerate(pools):
-        if truncated and bm25.tie_key(min(s for s, _ in top)) >= edge:
-            top = everything()
-        chosen.extend((s, i, d) for s, d in top if bm25.tie_key(s) >= edge)
-    rows = [(leaves[i].stored_fields(d)["id"], s, (i, d)) for s, i, d in chosen]
+    # The pool holds every document within MARGIN of the limit-th best score. Summed in
+    # another order the last bits may differ: the documents near the cut are summed again
+    # in Whoosh's order. Ties at the cut are then broken by item id, not by document
+    # numbers (they depend on the edit history).
+    cut = heapq.nlargest(limit, (s for s, _, _ in pooled))[-1]
+    near = [(i, d) for s, i, d in pooled if s >= cut - MARGIN / 4]
+    rows = [(leaves[i].stored_fields(d)["id"], _exact(lists[i], d), (i, d)) for i, d in near]
     rows.sort(key=lambda r: (-bm25.tie_key(r[1]), r[0]))
     rows = rows[:limit]
     i, d = rows[0][2]
-    coverage = stats.coverage(lambda f, t: contains(lists[(i, f, t)][0], d))
+    coverage = stats.coverage(lambda f, t: (f, t) in lists[i] and lists[i][(f, t)].score(d) > 0)
     return bm25.Hits([(item_id, score) for item_id, score, _ in rows], coverage)
+
+
+def _exact(lists: dict[tuple[str, str], _List], docnum: int) -> float:
+    """A document's score summed list by list in Whoosh's order, as its matcher sums it."""
+    total = 0.0
+    for lst in lists.values():
+        part = lst.score(docnum)
+        if part:
+            total += part
+    return total
+
+
+def _segment(acc, lists: list[_List], dead: frozenset, allowed, limit: int, floor: float):
+    """One segment's documents that may score at least floor - MARGIN with their scores
+    (summed in reading order), and the floor raised by what this segment shows (MaxScore).
+
+    floor: no final score of the limit best is below it. The lists are read whole in the
+    order of their bounds, best first, while a document that none of the lists read so
+    far holds could still reach the floor. After that only the documents read so far can,
+    and each later list is decoded only in the blocks that hold one whose score so far,
+    plus the block's bound and the bounds of the lists still to read, reaches the floor.
+    """
+    order = sorted(lists, key=lambda lst: -lst.bound)
+    rem = sum(lst.bound for lst in order)  # the most the lists not read yet add
+    local, grown = 0.0, 0.0  # the last limit-th best here, and the most it grew since
+    j = 0
+    while j < len(order) and not floor - MARGIN > rem:
+        lst = order[j]
+        ids, weights = lst.blocks.read()
+        acc.add(ids, weights, lst.lengths, lst.idf, lst.norms)
+        rem, grown, j = rem - lst.bound, grown + lst.bound, j + 1
+        # the limit-th best is worth computing once it may have passed what remains
+        if j == len(order) or local + grown - MARGIN > rem:
+            acc.mask(dead, allowed)
+            best = acc.best(limit)
+            local, grown = (min(best) if len(best) >= limit else 0.0), 0.0
+            floor = max(floor, local)
+    acc.mask(dead, allowed)
+    if j == len(order):
+        docs = acc.at_least(floor - MARGIN)
+        return list(zip(docs, acc.values(docs), strict=True)), floor
+    docs = acc.at_least(floor - MARGIN - rem)
+    for lst in order[j:]:
+        rem -= lst.bound
+        need = floor - MARGIN - rem
+        chosen = lst.wanted(docs, acc.values(docs), need)
+        LAST_RUN["read"] += len(chosen)
+        LAST_RUN["skipped"] += len(lst.blocks.blocks) - len(chosen)
+        ids, weights = lst.blocks.take(chosen)
+        if ids:
+            acc.add_for(docs, ids, weights, lst.lengths, lst.idf, lst.norms)
+        scores = acc.values(docs)
+        if len(scores) >= limit:
+            floor = max(floor, heapq.nlargest(limit, scores)[-1])
+        need = floor - MARGIN - rem
+        # a document left in an undecoded block did not reach `need` before it either
+        docs = list(compress(docs, map(need.__le__, scores)))
+    return list(zip(docs, acc.values(docs), strict=True)), floor
+
+
+class _List:
+    """One (field, term) posting list of a segment with its scorer and its bounds."""
+
+    __slots__ = ("blocks", "idf", "norms", "lengths", "bounds", "bound", "lasts")
+
+    def __init__(self, bl: Blocks, idf: float, norms: list[float], lengths: bytes | None):
+        self.blocks, self.idf, self.norms, self.lengths = bl, idf, norms, lengths
+        # Whoosh's scorer takes the length 1 where a segment has no length column
+        self.bounds = [_bound(b, idf, norms, lengths is not None) for b in bl.blocks]
+        self.bound = max(self.bounds, default=0.0)
+        self.lasts = [b.last for b in bl.blocks]
+
+    def score(self, docnum: int) -> float:
+        """The document's score in this list (0.0: no posting), as add_scores computes it."""
+        j = bisect_left(self.lasts, docnum)
+        if j == len(self.lasts):
+            return 0.0
+        ids, weights = self.blocks.decoded(j)
+        k = bisect_left(ids, docnum)
+        if k == len(ids) or ids[k] != docnum:
+            return 0.0
+        w, lb = weights[k], self.lengths[docnum] if self.lengths is not None else 1
+        if not lb:
+            raise Unreadable("a posting in a field of length 0")
+        return self.idf * ((w * (K1 + 1)) / (w + self.norms[lb]))
+
+    def wanted(self, docs: list[int], scores: list[float], need: float) -> list[int]:
+        """The blocks holding a document (of sorted docs) whose score plus the block's bound reaches need."""
+        bounds, lasts = self.bounds, self.lasts
+        chosen: list[int] = []
+        if len(docs) < len(lasts):
+            j = 0
+            for d, s in zip(docs, scores, strict=True):
+                j = bisect_left(lasts, d, j)
+                if j == len(lasts):
+                    break
+                if s + bounds[j] >= need and (not chosen or chosen[-1] != j):
+                    chosen.append(j)
+            return chosen
+        lo = 0
+        for j, last in enumerate(lasts):  # a block holds the documents after the one before
+            hi = bisect_right(docs, last, lo)
+            if hi > lo and max(scores[lo:hi]) + bounds[j] >= need:
+                chosen.append(j)
+            lo = hi
+        return chosen
 
 
 def track_docs(leaf, track: str | None) -> list[int] | None:
@@ -159,13 +246,13 @@ def _holds(docs: list[int]) -> Callable[[Block], bool]:
     return holds
 
 
-def _bound(block: Block, idf: float, norms: list[float]) -> float:
-    """No posting of the block scores more: bm25 grows with the weight, shrinks with the length."""
+def _bound(block: Block, idf: float, norms: list[float], lengths: bool = True) -> float:
+    """No posting of the block scores more: bm25 grows with the weight, shrinks with the length.
+
+    lengths False: the segment has no length column and every posting is scored with length 1.
+    """
     w = block.max_weight
-    return idf * ((w * (K1 + 1)) / (w + norms[block.min_length]))
-
-
-Pool = tuple[list[tuple[float, int]], bool, Callable[[], list[tuple[float, int]]]]
+    return idf * ((w * (K1 + 1)) / (w + norms[block.min_length if lengths else 1]))
 
 
 class _Lists:
@@ -173,10 +260,17 @@ class _Lists:
 
     def __init__(self, size: int):
         self.acc = [0.0] * size
+        # the documents scored so far while they are few: a scan of them is cheaper
+        # than one of the whole list
+        self.seen: set[int] | None = set()
 
     def add(self, ids, weights, lengths, idf: float, norms: list[float]) -> None:
         """Add one posting list's scores (see add_scores)."""
         add_scores(self.acc, ids, weights, lengths, idf, norms)
+        if self.seen is not None:
+            self.seen.update(ids)
+            if len(self.seen) > len(self.acc) // 8:
+                self.seen = None
 
     def mask(self, deleted: frozenset, allowed: list[int] | None) -> None:
         """Zero the deleted documents and, given `allowed`, every other one."""
@@ -190,23 +284,30 @@ class _Lists:
 
     def best(self, k: int) -> list[float]:
         """The k best scores so far."""
-        return heapq.nlargest(k, compress(self.acc, self.acc))
+        if self.seen is None:
+            return heapq.nlargest(k, compress(self.acc, self.acc))
+        scores = list(map(self.acc.__getitem__, self.seen))
+        return heapq.nlargest(k, compress(scores, scores))
+
+    def add_for(self, docs: list[int], ids, weights, lengths, idf: float, norms) -> None:
+        """add, for the postings of docs only (the other documents are out of the race)."""
+        wanted = set(docs)
+        keep = list(map(wanted.__contains__, ids))
+        add_scores(
+            self.acc, list(compress(ids, keep)), list(compress(weights, keep)), lengths, idf, norms
+        )
 
     def at_least(self, floor: float) -> list[int]:
-        """The documents scoring at least floor (> 0), in order."""
-        return list(compress(range(len(self.acc)), map(floor.__le__, self.acc)))
+        """The documents scoring at least floor and more than 0, in order."""
+        floor, acc = max(floor, sys.float_info.min), self.acc
+        if self.seen is None:
+            return list(compress(range(len(acc)), map(floor.__le__, acc)))
+        docs = list(self.seen)
+        return sorted(compress(docs, map(floor.__le__, map(acc.__getitem__, docs))))
 
-    def pool(self, wanted: int) -> Pool:
-        """The best documents as (score, docnum): each scoring at least the `wanted`-th best,
-        whether any were left out, and a way to get them all."""
-        acc = self.acc
-        docs = list(compress(range(len(acc)), acc))  # every score is > 0: idf > 0, tf > 0
-        scores = list(map(acc.__getitem__, docs))
-        if len(docs) <= wanted:
-            return list(zip(scores, docs, strict=True)), False, list
-        cut = heapq.nlargest(wanted, scores)[-1]
-        top = list(compress(zip(scores, docs, strict=True), map(cut.__le__, scores)))
-        return top, len(top) < len(docs), lambda: list(zip(scores, docs, strict=True))
+    def values(self, docs: list[int]) -> list[float]:
+        """The scores so far of docs."""
+        return list(map(self.acc.__getitem__, docs))
 
 
 class _Arrays:
@@ -247,25 +348,17 @@ class _Arrays:
             scores = self.np.partition(scores, len(scores) - k)[len(scores) - k :]
         return scores.tolist()
 
-    def at_least(self, floor: float) -> list[int]:
-        """The documents scoring at least floor (> 0), in order."""
-        return self.np.flatnonzero(self.acc >= floor).tolist()
+    def add_for(self, docs: list[int], ids, weights, lengths, idf: float, norms) -> None:
+        """add, for docs at least: here for every posting (cheaper than choosing)."""
+        self.add(ids, weights, lengths, idf, norms)
 
-    def pool(self, wanted: int) -> Pool:
-        """As _Lists.pool."""
-        np = self.np
-        docs = np.flatnonzero(self.acc)
-        scores = self.acc[docs]
-        if len(docs) <= wanted:
-            return list(zip(scores.tolist(), docs.tolist(), strict=True)), False, list
-        cut = np.partition(scores, len(scores) - wanted)[len(scores) - wanted]
-        keep = scores >= cut
-        top = list(zip(scores[keep].tolist(), docs[keep].tolist(), strict=True))
-        return (
-            top,
-            len(top) < len(docs),
-            lambda: list(zip(scores.tolist(), docs.tolist(), strict=True)),
-        )
+    def at_least(self, floor: float) -> list[int]:
+        """The documents scoring at least floor and more than 0, in order."""
+        return self.np.flatnonzero(self.acc >= max(floor, sys.float_info.min)).tolist()
+
+    def values(self, docs: list[int]) -> list[float]:
+        """The scores so far of docs."""
+        return self.acc[self.np.asarray(docs, dtype=self.np.int64)].tolist()
 
 
 B, K1 = 0.75, 1.2  # Whoosh's BM25F defaults, which bm25.ExactBM25F scores with
@@ -300,9 +393,3 @@ def add_scores(
     score = map(mul, repeat(idf), map(truediv, map(mul, weights, repeat(K1 + 1)), den))
     # each id occurs once in a list, so reading acc lazily while writing it is safe
     deque(map(acc.__setitem__, ids, map(add, map(acc.__getitem__, ids), score)), maxlen=0)
-
-
-def contains(ids: list[int], docnum: int) -> bool:
-    """Whether a sorted posting list holds docnum."""
-    i = bisect_left(ids, docnum)
-    return i < len(ids) and ids[i] == docnum
