@@ -78,10 +78,14 @@ class EmbeddingCache:
     def _write(self, seq: int, shas: list[str], vecs) -> None:
         from ..fsutil import atomic_write
 
+        # Each file's contents are fsynced before its rename, but not the folder after
+        # it: a machine crash may lose a chunk's names (lookup skips a keys file whose
+        # vectors are missing), which loses only cached vectors; a reader's inline update
+        # after an edit writes a chunk, and the two folder fsyncs were on its path.
         keys_file = self.directory / f"chunk-{seq:08d}.keys.npy"
-        with atomic_write(_vecs_of(keys_file)) as fh:
+        with atomic_write(_vecs_of(keys_file), sync_dir=False) as fh:
             np.save(fh, np.ascontiguousarray(vecs, dtype=np.float32), allow_pickle=False)
-        with atomic_write(keys_file) as fh:  # last: a keys file means a complete chunk
+        with atomic_write(keys_file, sync_dir=False) as fh:  # last: a keys file, a complete chunk
             np.save(fh, np.array(shas, dtype="S64"), allow_pickle=False)
 
     def _compact(self) -> None:
