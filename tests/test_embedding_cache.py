@@ -52,3 +52,44 @@ def test_what_a_crash_can_leave_is_lost_cache_not_a_wrong_vector(tmp_path):
     again = shas(2, "again")
     cache.add(again, vectors(2, 9))
     assert set(cache.lookup(again + lost)) == set(again)
+
+
+def test_compaction_merges_the_newest_chunks_and_changes_no_lookup(tmp_path):
+    """With a large chunk and many small ones, a compaction rewrites only the small ones;
+    every lookup (a text cached twice with different vectors: the newer one) is the same
+    before and after, however many compactions run."""
+    folder = tmp_path / "cache"
+    cache = EmbeddingCache(folder, KEY)
+    big = shas(500, "big")
+    cache.add(big, vectors(500, 1))
+    big_file = sorted(folder.glob("chunk-*.keys.npy"))[0]
+    before = big_file.stat()
+    expected = dict(zip(big, vectors(500, 1), strict=True))
+    rng = np.random.default_rng(5)
+    for i in range(3 * MAX_CHUNKS):
+        # some texts again, with other vectors (a newer embedding of the same text)
+        keys = shas(2, f"s{i}") + [big[int(rng.integers(500))]]
+        vecs = vectors(3, 100 + i)
+        cache.add(keys, vecs)
+        expected.update(zip(keys, vecs, strict=True))
+        if i % 7 == 0 or i > 3 * MAX_CHUNKS - 3:
+            found = cache.lookup(list(expected))
+            assert found.keys() == expected.keys()
+            assert all(np.array_equal(found[k], v) for k, v in expected.items()), i
+    assert big_file.exists() and big_file.stat().st_ino == before.st_ino  # never rewritten
+    assert len(list(folder.glob("chunk-*.keys.npy"))) <= MAX_CHUNKS
+
+
+def test_past_the_limit_everything_is_merged_and_the_newest_kept(tmp_path, monkeypatch):
+    from memwiki.index import embedding_cache
+
+    monkeypatch.setattr(embedding_cache, "CACHE_LIMIT", 40)  # a small cache, same code
+    cache = EmbeddingCache(tmp_path / "cache", KEY)
+    added: list[str] = []
+    for i in range(MAX_CHUNKS + 1):
+        keys = shas(2, f"k{i}")
+        cache.add(keys, vectors(2, i))
+        added += keys
+    chunks = sorted((tmp_path / "cache").glob("chunk-*.keys.npy"))
+    assert len(chunks) == 1
+    assert set(cache.lookup(added)) == set(added[-40:])
