@@ -183,3 +183,15 @@ def test_a_damaged_compressed_block_is_unreadable(tmp_path):
         assert got is None
     finally:
         searcher.close()
+
+
+@settings(max_examples=30)
+@given(st.binary(min_size=1, max_size=300), st.binary(max_size=300))
+def test_length_total_with_numpy_sums_as_without(seed, tail):
+    from whoosh.util.numeric import byte_to_length
+
+    data = seed * (4097 // len(seed) + 1) + tail  # long enough for the numpy path
+
+    want = sum(byte_to_length(b) for b in data)
+    assert bm25_postings.length_total(data, vectorised=True) == want
+    assert bm25_postings.length_total(data, vectorised=False) == want

@@ -12,11 +12,13 @@ import contextlib
 import os
 import pickle
 import struct
+import sys
 import zlib
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable
 from itertools import accumulate
+from operator import mul
 
 # The first positions value of a block: protocol-2 pickles store bytes as a call of
 # `_codecs.encode`. None of these bytes is a pickle opcode that can occur in a tuple of
@@ -362,6 +364,19 @@ def _ids_and_weights(raw: bytes, n: int):
     return deltas, weights
 
 
+def numpy_ready() -> bool:
+    """True when numpy is imported and usable now, not being imported by another thread.
+
+    A hybrid retrieve imports numpy in its vector thread while BM25 runs: the module is in
+    sys.modules from the start of that import, and `import numpy` here would wait for the
+    whole import (about 100 ms cold) on its module lock, putting it back on the critical
+    path. Measured cold hybrid at 2k went from 0.81 to 0.95 of the reference that way.
+    """
+    module = sys.modules.get("numpy")
+    spec = getattr(module, "__spec__", None)
+    return module is not None and not getattr(spec, "_initializing", False)
+
+
 def length_bytes(leaf, field: str) -> bytes | None:
     """The field's one-byte lengths of every document of a segment (None: no such column).
 
@@ -409,22 +424,29 @@ def _digit_tables() -> list[bytes]:
     from whoosh.util.numeric import byte_to_length
 
     lengths = [byte_to_length(b) for b in range(256)]
-    return [bytes((n >> shift) & 0xFF for n in lengths) for shift in (0, 8, 16)]
+    return [bytes((n >> shift) & 0xFF for n in lengths) for shift in (0, 8, 16)] + [lengths]
 
 
-_DIGITS: list[bytes] = []
+_DIGITS: list = []  # the three digit tables, then the lengths themselves
 
 
-def length_total(lengths: bytes) -> int:
+def length_total(lengths: bytes, vectorised: bool | None = None) -> int:
     """Sum of the field lengths that one-byte lengths stand for, with C-level loops only.
 
     Each length is split into base-256 digits by a translation table; a digit column is
-    summed as bytes (Counter over 250,000 bytes takes 11 ms, this about 1.5 ms).
+    summed as bytes (Counter over 250,000 bytes takes 11 ms, this about 2 ms). With numpy
+    (when the process has it ready, see numpy_ready) the bytes are counted by value
+    instead: 0.8 ms for 250,000.
     """
     if not _DIGITS:
         _DIGITS.extend(_digit_tables())
+    if len(lengths) > 4096 and (numpy_ready() if vectorised is None else vectorised):
+        import numpy as np
+
+        counts = np.bincount(np.frombuffer(lengths, np.uint8), minlength=256).tolist()
+        return sum(map(mul, counts, _DIGITS[3]))
     total = 0
-    for shift, table in zip((0, 8, 16), _DIGITS, strict=True):
+    for shift, table in zip((0, 8, 16), _DIGITS[:3], strict=True):
         digits = lengths.translate(table).translate(None, b"\x00")
         total += sum(digits) << shift
     return total
