@@ -195,3 +195,26 @@ def test_length_total_with_numpy_sums_as_without(seed, tail):
     want = sum(byte_to_length(b) for b in data)
     assert bm25_postings.length_total(data, vectorised=True) == want
     assert bm25_postings.length_total(data, vectorised=False) == want
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), picks=st.lists(st.integers(0, 2000), max_size=12))
+def test_count_held_counts_as_the_postings_do(tmp_path_factory, seed, picks):
+    # the deleted documents a feedback term's list holds, counted from its block headers
+    directory = tmp_path_factory.mktemp("ix") / "bm25"
+    files = corpus(seed, 400)
+    build(directory, [files, files[:40:3]])
+    searcher = bm25.open_searcher(directory)
+    try:
+        for leaf, _ in bm25.leaf_readers(searcher.reader()):
+            docs = sorted({p % leaf.doc_count_all() for p in picks} | set(leaf.deleted_docs_set if leaf.has_deletions() else ()))
+            for field in ("name", "heading", "body"):
+                for term in COMMON + RARE:
+                    bm25_postings._LISTS.clear()  # read from the headers, not the cache
+                    bm25_postings._HELD[0] = 0
+                    got = bm25_postings.count_held(leaf, field, term, docs)
+                    ids = bm25_postings.postings(leaf, field, term)[0]  # now cached
+                    assert got == len(set(docs) & set(ids)), (field, term)
+                    assert bm25_postings.count_held(leaf, field, term, docs) == got
+    finally:
+        searcher.close()

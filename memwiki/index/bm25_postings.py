@@ -15,6 +15,7 @@ import struct
 import sys
 import zlib
 from array import array
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Callable
 from itertools import accumulate
@@ -176,6 +177,12 @@ def blocks(leaf, field: str, text: str) -> Blocks:
 
 
 def _blocks(leaf, field: str, text: str) -> Blocks:
+    got = _list_bytes(leaf, field, text)
+    return got if isinstance(got, Blocks) else read_blocks(got)
+
+
+def _list_bytes(leaf, field: str, text: str) -> Blocks | bytes:
+    """A term's posting list as stored in one segment, or as Blocks when it has no blocks."""
     from whoosh.reading import TermNotFound
 
     try:
@@ -195,7 +202,79 @@ def _blocks(leaf, field: str, text: str) -> Blocks:
         buf = postfile.get(offset, length)
     except Exception as exc:  # a changed codec: attribute names
         raise Unreadable(f"{type(exc).__name__}: {exc}") from exc
-    return read_blocks(buf)
+    return buf
+
+
+def count_held(leaf, field: str, text: str, docs: list[int]) -> int:
+    """How many of the sorted docs a term's posting list in one segment holds.
+
+    A list read already is looked up as it is; otherwise only the block headers' last
+    document numbers are read, up to the block of the last of docs, and only the blocks
+    that may hold one are decoded (a common word's list has hundreds of blocks; the
+    deleted documents, whose count this is for, are a few).
+    """
+    seg = _segment_key(leaf)
+    got = None if seg is None else _LISTS.get((*seg, field, text))
+    if got is None:
+        got = _list_bytes(leaf, field, text)
+    wanted = set(docs)
+    if isinstance(got, Blocks):
+        return len(wanted.intersection(got.read(_holding(docs))[0]))
+    try:
+        return _count_held(got, docs, wanted)
+    except Unreadable:
+        raise
+    except Exception as exc:  # a changed or damaged block layout
+        raise Unreadable(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _holding(docs: list[int]) -> Callable[[Block], bool]:
+    """Whether a block's range of document numbers holds one of the sorted docs."""
+
+    def holds(block: Block) -> bool:
+        i = bisect_left(docs, block.first)
+        return i < len(docs) and docs[i] <= block.last
+
+    return holds
+
+
+def _count_held(buf: bytes, docs: list[int], wanted: set[int]) -> int:
+    from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC
+
+    if buf[:4] != WHOOSH3_HEADER_MAGIC:
+        raise Unreadable("no posting block tag")
+    view = memoryview(buf)
+    pos, first, k, held, last_block = 4, 0, 0, 0, False
+    while k < len(docs) and not last_block:
+        (size,) = _SIZE.unpack_from(buf, pos)
+        last_block, size, pos = size < 0, abs(size), pos + 4
+        last = _last_id(buf, pos)
+        if last is None or docs[k] <= last:  # (docs before docs[k] were in earlier blocks)
+            block = _block(view[pos : pos + size], first)
+            last = block.last
+            if docs[k] <= last:
+                held += len(wanted.intersection(block.decode()[0]))
+                k = bisect_right(docs, last, k)
+        first = last + 1
+        pos += size
+    return held
+
+
+def _last_id(buf: bytes, at: int) -> int | None:
+    """The last document number of the block whose info tuple starts at `at`, read from
+    its pickle's second item (None when it is not laid out as Whoosh 3 writes it)."""
+    if buf[at : at + 3] != _INFO_START:
+        return None
+    count = buf[at + 3]  # the count: K (at most 128 postings a block) or M
+    q = at + 5 if count == 0x4B else at + 6 if count == 0x4D else 0
+    op = buf[q] if q else 0
+    if op == 0x4B:
+        return buf[q + 1]
+    if op == 0x4D:
+        return int.from_bytes(buf[q + 1 : q + 3], "little")
+    if op == 0x4A:
+        return int.from_bytes(buf[q + 1 : q + 5], "little", signed=True)
+    return None
 
 
 def postings(leaf, field: str, text: str) -> Decoded:
@@ -225,25 +304,30 @@ def _read_blocks(buf: bytes):
     if buf[:4] != WHOOSH3_HEADER_MAGIC:
         raise Unreadable("no posting block tag")
     view = memoryview(buf)
-    size_at, loads = _SIZE.unpack_from, pickle.loads
+    size_at = _SIZE.unpack_from
     pos, last, first = 4, False, 0
     while not last:
         (size,) = size_at(buf, pos)
         last, size, pos = size < 0, abs(size), pos + 4
-        block = view[pos : pos + size]
-        info = loads(block)
-        n, last_id, top, compression, min_length = info[:5]
-        end = _info_length(info)
-        # the info tuple's pickle is what Whoosh wrote: its length follows from its values
-        if block[:3] != _INFO_START or block[end - 4 : end] != _INFO_END:
-            head = pickle.dumps(info, 2)  # laid out otherwise: pickle it again to compare
-            end = len(head)
-            if block[:end] != head:
-                raise Unreadable("unexpected block info")
-        # weights are read back as float32, and rounding keeps their order
-        yield Block(first, last_id, n, _float32(top), min_length, block[end:], compression)
-        first = last_id + 1
+        block = _block(view[pos : pos + size], first)
+        yield block
+        first = block.last + 1
         pos += size
+
+
+def _block(block, first: int) -> Block:
+    """A block from its bytes (info tuple, then data); first: its first possible document."""
+    info = pickle.loads(block)
+    n, last_id, top, compression, min_length = info[:5]
+    end = _info_length(info)
+    # the info tuple's pickle is what Whoosh wrote: its length follows from its values
+    if block[:3] != _INFO_START or block[end - 4 : end] != _INFO_END:
+        head = pickle.dumps(info, 2)  # laid out otherwise: pickle it again to compare
+        end = len(head)
+        if block[:end] != head:
+            raise Unreadable("unexpected block info")
+    # weights are read back as float32, and rounding keeps their order
+    return Block(first, last_id, n, _float32(top), min_length, block[end:], compression)
 
 
 _SIZE = struct.Struct(">i")  # a block's signed length (Whoosh's unpack_int)
