@@ -43,8 +43,6 @@ def decode(data: bytes, path: str) -> str:
 
 def parse(text: str | bytes, track: str, stem: str, path: str | None = None) -> RecallFile:
     """Parse and validate a RecallFile's text; raises InvalidRecallFile with every problem."""
-    import yaml  # imported here: the retrieval hot path reads no frontmatter when nothing changed
-
     path = path or f"{track}/{stem}.md"
     if isinstance(text, bytes):
         if b"\x00" in text[:BINARY_PROBE]:
@@ -58,15 +56,7 @@ def parse(text: str | bytes, track: str, stem: str, path: str | None = None) -> 
         msg = "missing frontmatter: the file must start with a '---' line and close it with '---'"
         raise InvalidRecallFile([Problem(path, 1, msg)])
     fm_text = parts.text
-    try:
-        data = yaml.safe_load(fm_text)
-    except yaml.YAMLError as exc:
-        raise InvalidRecallFile([_yaml_problem(exc, fm_text, path)]) from None
-    except (ValueError, OverflowError, RecursionError) as exc:
-        # PyYAML's constructors raise these for a timestamp like 2026-13-45 or an
-        # absurdly large or deeply nested value.
-        message = f"invalid YAML in frontmatter: {type(exc).__name__}: {str(exc)[:120]}"
-        raise InvalidRecallFile([Problem(path, 2, message)]) from None
+    data = load_frontmatter(fm_text, path)
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -91,6 +81,30 @@ def parse(text: str | bytes, track: str, stem: str, path: str | None = None) -> 
         body_line=parts.body_line,
         bom=bom,
     )
+
+
+def load_frontmatter(fm_text: str, path: str):
+    """The frontmatter's YAML as yaml.safe_load reads it; InvalidRecallFile when it cannot.
+
+    Plain frontmatter is read without PyYAML (plain_yaml: its import is most of what a
+    retrieve's update of one edited file costs); anything else by PyYAML, imported here.
+    """
+    from . import plain_yaml  # here: its regular expressions are compiled only when needed
+
+    data = plain_yaml.load(fm_text)
+    if data is not plain_yaml.OTHER:
+        return data
+    import yaml
+
+    try:
+        return yaml.safe_load(fm_text)
+    except yaml.YAMLError as exc:
+        raise InvalidRecallFile([_yaml_problem(exc, fm_text, path)]) from None
+    except (ValueError, OverflowError, RecursionError) as exc:
+        # PyYAML's constructors raise these for a timestamp like 2026-13-45 or an
+        # absurdly large or deeply nested value.
+        message = f"invalid YAML in frontmatter: {type(exc).__name__}: {str(exc)[:120]}"
+        raise InvalidRecallFile([Problem(path, 2, message)]) from None
 
 
 def _yaml_problem(exc, fm_text: str, path: str) -> Problem:
