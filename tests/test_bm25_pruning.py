@@ -1,5 +1,5 @@
 """MaxScore pruning over every field and term (bm25_score) and the dense block reader
-(bm25_postings._dense): both change what is decoded, never what is scored.
+(bm25_blocks._dense): both change what is decoded, never what is scored.
 
 The pruned search must rank and score exactly as Whoosh's own matchers with the exact
 live statistics (bm25.search_hits_whoosh, which reads every posting), on indexes of
@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_bm25_score import build, compare
 
-from memwiki.index import bm25, bm25_postings, bm25_score
+from memwiki.index import bm25, bm25_blocks, bm25_postings, bm25_score
 
 # a few common words (long lists, low idf) and rare ones (short lists, high idf): the
 # common words' lists are the ones MaxScore reads in part
@@ -108,12 +108,12 @@ def values(n: int) -> tuple:
 
 
 def by_unpickling(data: bytes, n: int):
-    deltas, w = bm25_postings._ids_and_weights(data, n)
+    deltas, w = bm25_blocks._ids_and_weights(data, n)
     ids = list(accumulate(deltas))
     if w is None:
         return ids, [1.0] * n
     if isinstance(w, float):
-        return ids, [bm25_postings._float32(w)] * n
+        return ids, [bm25_blocks._float32(w)] * n
     return ids, list(w)
 
 
@@ -132,12 +132,12 @@ def test_dense_reader_reads_as_unpickling_or_steps_aside(block, cut):
     n = len(ids)
     weights = {"none": None, "one": floats[0], "many": tuple(floats[:n])}[kind]
     data = whoosh_block(ids, weights, values(n))
-    got = bm25_postings._dense(data, n)
+    got = bm25_blocks._dense(data, n)
     assert got is None or got == by_unpickling(data, n)
     if n >= 4 and max(steps[: n - 1], default=0) < 256 and ids[0] < 2**31:
         assert got is not None  # a dense block is read without unpickling
     # the start of a block only (what the inflated head may hold): read right or not at all
-    part = bm25_postings._dense(data[:cut], n)
+    part = bm25_blocks._dense(data[:cut], n)
     assert part is None or part == got
 
 
@@ -150,7 +150,7 @@ def test_a_damaged_dense_block_is_never_misread(block, at, byte):
     data = bytearray(whoosh_block(ids, weights, values(n)))
     if at < len(data):
         data[at] = byte
-    got = bm25_postings._dense(bytes(data), n)
+    got = bm25_blocks._dense(bytes(data), n)
     try:
         expected = by_unpickling(bytes(data), n)
     except Exception:  # Unreadable, or anything unpickling a damaged pickle raises
@@ -181,5 +181,43 @@ def test_a_damaged_compressed_block_is_unreadable(tmp_path):
         except bm25_postings.Unreadable:
             got = None
         assert got is None
+    finally:
+        searcher.close()
+
+
+@settings(max_examples=30)
+@given(st.binary(min_size=1, max_size=300), st.binary(max_size=300))
+def test_length_total_with_numpy_sums_as_without(seed, tail):
+    from whoosh.util.numeric import byte_to_length
+
+    data = seed * (4097 // len(seed) + 1) + tail  # long enough for the numpy path
+
+    want = sum(byte_to_length(b) for b in data)
+    assert bm25_postings.length_total(data, vectorised=True) == want
+    assert bm25_postings.length_total(data, vectorised=False) == want
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), picks=st.lists(st.integers(0, 2000), max_size=12))
+def test_count_held_counts_as_the_postings_do(tmp_path_factory, seed, picks):
+    # the deleted documents a feedback term's list holds, counted from its block headers
+    directory = tmp_path_factory.mktemp("ix") / "bm25"
+    files = corpus(seed, 400)
+    build(directory, [files, files[:40:3]])
+    searcher = bm25.open_searcher(directory)
+    try:
+        for leaf, _ in bm25.leaf_readers(searcher.reader()):
+            docs = sorted(
+                {p % leaf.doc_count_all() for p in picks}
+                | set(leaf.deleted_docs_set if leaf.has_deletions() else ())
+            )
+            for field in ("name", "heading", "body"):
+                for term in COMMON + RARE:
+                    bm25_postings._LISTS.clear()  # read from the headers, not the cache
+                    bm25_postings._HELD[0] = 0
+                    got = bm25_postings.count_held(leaf, field, term, docs)
+                    ids = bm25_postings.postings(leaf, field, term)[0]  # now cached
+                    assert got == len(set(docs) & set(ids)), (field, term)
+                    assert bm25_postings.count_held(leaf, field, term, docs) == got
     finally:
         searcher.close()

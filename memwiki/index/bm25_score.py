@@ -31,7 +31,15 @@ from collections.abc import Callable
 from itertools import compress, repeat
 from operator import add, mul, truediv
 
-from .bm25_postings import Block, Blocks, Unreadable, blocks, length_bytes, live_length_total
+from .bm25_postings import (
+    Block,
+    Blocks,
+    Unreadable,
+    blocks,
+    length_bytes,
+    live_length_total,
+    numpy_ready,
+)
 
 # A document is left out only when its bound is this much below the cut: far more than
 # the rounding of a sum, and than the 1e-9 within which scores tie.
@@ -39,19 +47,6 @@ MARGIN = 1e-6
 # Blocks of the lists read in part that the last search decoded and left undecoded: what
 # the pruning saved (for tests and benchmarks; nothing depends on it).
 LAST_RUN = {"read": 0, "skipped": 0}
-
-
-def numpy_ready() -> bool:
-    """True when numpy is imported and usable now, not being imported by another thread.
-
-    A hybrid retrieve imports numpy in its vector thread while BM25 runs: the module is in
-    sys.modules from the start of that import, and `import numpy` here would wait for the
-    whole import (about 100 ms cold) on its module lock, putting it back on the critical
-    path. Measured cold hybrid at 2k went from 0.81 to 0.95 of the reference that way.
-    """
-    module = sys.modules.get("numpy")
-    spec = getattr(module, "__spec__", None)
-    return module is not None and not getattr(spec, "_initializing", False)
 
 
 def search(reader, terms: list[str], limit: int, track: str | None, vectorised=None):

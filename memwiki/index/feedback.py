@@ -86,8 +86,6 @@ def live_df(leaves, gone, field: str, term: str, most: float) -> int:
     (deleted documents included) less the deleted ones, found by decoding only the blocks
     that may hold one. A count that stays above `most` whatever the deletions is returned
     as it is (the caller leaves such a term out), and is never decoded."""
-    from bisect import bisect_left
-
     from . import bm25_postings
 
     raws = [leaf.doc_frequency(field, term) for leaf in leaves]
@@ -97,20 +95,12 @@ def live_df(leaves, gone, field: str, term: str, most: float) -> int:
     for leaf, dead, raw in zip(leaves, gone, raws, strict=True):
         if not raw or not dead:
             continue
-        docs = sorted(dead)
-
-        def holds(block, docs=docs) -> bool:
-            i = bisect_left(docs, block.first)
-            return i < len(docs) and docs[i] <= block.last
-
         try:
-            held = bm25_postings.blocks(leaf, field, term).read(holds)[0]
+            total -= bm25_postings.count_held(leaf, field, term, sorted(dead))
         except bm25_postings.Unreadable:  # Whoosh's internals changed: its public postings
             held = [d for d in leaf.postings(field, term).all_ids()]
             # postings() already hides deleted documents: every one left is live
             total -= raw - len(held)
-            continue
-        total -= len(dead.intersection(held))
     return total
 
 
