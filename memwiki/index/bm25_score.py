@@ -47,6 +47,7 @@ MARGIN = 1e-6
 # Blocks of the lists read in part that the last search decoded and left undecoded: what
 # the pruning saved (for tests and benchmarks; nothing depends on it).
 LAST_RUN = {"read": 0, "skipped": 0}
+PROBE = 2  # the documents probed before the lists read in part, per document asked for
 
 
 def search(reader, terms: list[str], limit: int, track: str | None, vectorised=None):
@@ -160,7 +161,18 @@ def _segment(acc, lists: list[_List], dead: frozenset, allowed, limit: int, floo
         docs = acc.at_least(floor - MARGIN)
         return list(zip(docs, acc.values(docs), strict=True)), floor
     docs = acc.at_least(floor - MARGIN - rem)
-    for lst in order[j:]:
+    tail = order[j:]
+    probe = PROBE * limit
+    # a probe costs `probe` lookups a list left, each about a sixteenth of a block's decoding
+    if len(docs) > probe and 16 * sum(len(lst.lasts) for lst in tail) > probe * len(tail):
+        # The best documents so far are likely among the best at the end: the limit-th
+        # best of their whole scores (their blocks of the lists left decoded now rather
+        # than later) raises the floor before the lists left are read.
+        scores = acc.values(docs)
+        top = heapq.nlargest(probe, range(len(docs)), key=scores.__getitem__)
+        whole = [scores[k] + sum(lst.score(docs[k]) for lst in tail) for k in top]
+        floor = max(floor, heapq.nlargest(limit, whole)[-1] - MARGIN)
+    for lst in tail:
         rem -= lst.bound
         need = floor - MARGIN - rem
         chosen = lst.wanted(docs, acc.values(docs), need)
