@@ -13,11 +13,18 @@ from .errors import InvalidInput
 
 
 @contextlib.contextmanager
-def atomic_write(path: Path):
+def atomic_write(path: Path, sync_dir: bool = True):
     """A binary file handle whose contents replace path atomically on success.
 
     Temp file in the same directory, fsync, rename, fsync of the directory; on any error
     the temp file is removed and path is untouched.
+
+    sync_dir=False leaves out the directory's fsync, which makes the new name itself
+    survive a machine crash (the contents are fsynced before the rename either way, so
+    a name that survives always has its whole contents). For a file nothing names yet
+    that a later atomic write in the same directory will name (an index segment before
+    its `state.pkl`: that write's directory fsync makes both names durable), or whose
+    loss costs only a cache entry.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -35,12 +42,13 @@ def atomic_write(path: Path):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    _fsync_dir(path.parent)
+    if sync_dir:
+        _fsync_dir(path.parent)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, sync_dir: bool = True) -> None:
     """Write data to path atomically: temp file in the same directory, fsync, rename."""
-    with atomic_write(path) as fh:
+    with atomic_write(path, sync_dir) as fh:
         fh.write(data)
 
 

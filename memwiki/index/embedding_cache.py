@@ -78,15 +78,36 @@ class EmbeddingCache:
     def _write(self, seq: int, shas: list[str], vecs) -> None:
         from ..fsutil import atomic_write
 
+        # Each file's contents are fsynced before its rename, but not the folder after
+        # it: a machine crash may lose a chunk's names (lookup skips a keys file whose
+        # vectors are missing), which loses only cached vectors; a reader's inline update
+        # after an edit writes a chunk, and the two folder fsyncs were on its path.
         keys_file = self.directory / f"chunk-{seq:08d}.keys.npy"
-        with atomic_write(_vecs_of(keys_file)) as fh:
+        with atomic_write(_vecs_of(keys_file), sync_dir=False) as fh:
             np.save(fh, np.ascontiguousarray(vecs, dtype=np.float32), allow_pickle=False)
-        with atomic_write(keys_file) as fh:  # last: a keys file means a complete chunk
+        with atomic_write(keys_file, sync_dir=False) as fh:  # last: a keys file, a complete chunk
             np.save(fh, np.array(shas, dtype="S64"), allow_pickle=False)
 
     def _compact(self) -> None:
-        vectors: dict[bytes, np.ndarray] = {}
+        """Merge chunks: the newest small ones while the cache is within CACHE_LIMIT, else all.
+
+        Merging a run of the newest chunks into one newer chunk changes no lookup (a
+        lookup takes a text's vector from the newest chunk holding it, and the merged
+        chunk keeps the newest of each). Merging everything rewrote the whole cache
+        every MAX_CHUNKS updates, on a reader's path: 250 ms for 30,000 cached vectors.
+        """
         old = self._chunks()
+        counts = [_count(keys_file) for keys_file in old]
+        if sum(counts) > CACHE_LIMIT:
+            self._merge(old, limit=CACHE_LIMIT)
+        else:
+            self._merge(old[_newest_run(counts, keep=MAX_CHUNKS // 2) :])
+
+    def _merge(self, old: list[Path], limit: int | None = None) -> None:
+        """Replace these chunks (in order, oldest first) by one newer chunk."""
+        if len(old) < 2 and limit is None:
+            return
+        vectors: dict[bytes, np.ndarray] = {}
         for keys_file in old:
             try:
                 keys = np.load(keys_file, allow_pickle=False)
@@ -94,13 +115,33 @@ class EmbeddingCache:
             except Exception:  # a damaged chunk is only lost cache
                 continue
             vectors.update(zip(keys.tolist(), vecs, strict=True))
-        keys = list(vectors)[-CACHE_LIMIT:]
+        keys = list(vectors)[-limit:] if limit is not None else list(vectors)
         if keys:
             vecs = np.stack([vectors[k] for k in keys])
             self._write(_seq(old[-1]) + 1, [k.decode() for k in keys], vecs)
         for keys_file in old:
             keys_file.unlink(missing_ok=True)
             _vecs_of(keys_file).unlink(missing_ok=True)
+
+
+def _newest_run(counts: list[int], keep: int) -> int:
+    """Where the run of newest chunks to merge starts: enough of them to leave at most
+    `keep` older ones, and every older chunk no larger than the run so far (so chunks
+    stay in tiers of growing size and a vector is rewritten about log2(size) times)."""
+    start = max(0, min(keep, len(counts) - 2))
+    total = sum(counts[start:])
+    while start > 0 and counts[start - 1] <= total:
+        start -= 1
+        total += counts[start]
+    return start
+
+
+def _count(keys_file: Path) -> int:
+    """How many keys a chunk holds (its file size; a damaged one counts as none)."""
+    try:
+        return max(0, keys_file.stat().st_size - 128) // 64
+    except OSError:
+        return 0
 
 
 def _vecs_of(keys_file: Path) -> Path:

@@ -42,10 +42,14 @@ def load_matrix(source, rows: int, dim: int) -> np.ndarray:
 
 
 def save_matrix(path: Path, matrix: np.ndarray) -> None:
-    """Write the matrix atomically (temp file, fsync, rename)."""
+    """Write the matrix atomically (temp file, fsync, rename).
+
+    Without the directory's fsync: only the `state.pkl` written next in the same
+    directory names the segment, and its directory fsync makes both names durable.
+    """
     from ..fsutil import atomic_write
 
-    with atomic_write(path) as fh:
+    with atomic_write(path, sync_dir=False) as fh:
         np.save(fh, np.ascontiguousarray(matrix, dtype=np.float32), allow_pickle=False)
 
 

@@ -1,0 +1,95 @@
+"""The embedding cache's chunks: what a crash can leave of them is lost cache, never a wrong
+vector (its writes skip the folder's fsync: fsutil.atomic_write, sync_dir=False)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from memwiki.index.embedding_cache import MAX_CHUNKS, EmbeddingCache
+
+KEY = {"provider": "hash", "model": "test", "dim": 8}
+
+
+def shas(n: int, salt: str) -> list[str]:
+    return [hashlib.sha256(f"{salt}-{i}".encode()).hexdigest() for i in range(n)]
+
+
+def vectors(n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((n, 8)).astype(np.float32)
+
+
+def test_chunks_round_trip_and_compact(tmp_path):
+    cache = EmbeddingCache(tmp_path / "cache", KEY)
+    written = {}
+    for i in range(MAX_CHUNKS + 3):  # past the compaction
+        keys, vecs = shas(3, f"c{i}"), vectors(3, i)
+        cache.add(keys, vecs)
+        written.update(zip(keys, vecs, strict=True))
+    found = cache.lookup(list(written))
+    assert found.keys() == written.keys()
+    assert all(np.array_equal(found[k], v) for k, v in written.items())
+    assert len(list((tmp_path / "cache").glob("chunk-*.keys.npy"))) < MAX_CHUNKS
+
+
+def test_what_a_crash_can_leave_is_lost_cache_not_a_wrong_vector(tmp_path):
+    """A chunk whose vectors' name did not survive, or whose files are cut short or zeroed:
+    lookup skips it and finds the rest; later chunks are written as usual."""
+    folder = tmp_path / "cache"
+    cache = EmbeddingCache(folder, KEY)
+    good, lost, cut, zeroed = (shas(4, s) for s in ("good", "lost", "cut", "zero"))
+    for n, keys in enumerate((good, lost, cut, zeroed)):
+        cache.add(keys, vectors(4, n))
+    chunks = sorted(folder.glob("chunk-*.keys.npy"))
+    vecs_of = [c.with_name(c.name.replace(".keys.", ".vecs.")) for c in chunks]
+    vecs_of[1].unlink()  # the keys file's rename survived, the vectors' did not
+    vecs_of[2].write_bytes(vecs_of[2].read_bytes()[:100])
+    chunks[3].write_bytes(b"\0" * chunks[3].stat().st_size)
+    found = cache.lookup(good + lost + cut + zeroed)
+    assert set(found) == set(good)
+    assert np.array_equal(np.stack([found[k] for k in good]), vectors(4, 0))
+    again = shas(2, "again")
+    cache.add(again, vectors(2, 9))
+    assert set(cache.lookup(again + lost)) == set(again)
+
+
+def test_compaction_merges_the_newest_chunks_and_changes_no_lookup(tmp_path):
+    """With a large chunk and many small ones, a compaction rewrites only the small ones;
+    every lookup (a text cached twice with different vectors: the newer one) is the same
+    before and after, however many compactions run."""
+    folder = tmp_path / "cache"
+    cache = EmbeddingCache(folder, KEY)
+    big = shas(500, "big")
+    cache.add(big, vectors(500, 1))
+    big_file = sorted(folder.glob("chunk-*.keys.npy"))[0]
+    before = big_file.stat()
+    expected = dict(zip(big, vectors(500, 1), strict=True))
+    rng = np.random.default_rng(5)
+    for i in range(3 * MAX_CHUNKS):
+        # some texts again, with other vectors (a newer embedding of the same text)
+        keys = shas(2, f"s{i}") + [big[int(rng.integers(500))]]
+        vecs = vectors(3, 100 + i)
+        cache.add(keys, vecs)
+        expected.update(zip(keys, vecs, strict=True))
+        if i % 7 == 0 or i > 3 * MAX_CHUNKS - 3:
+            found = cache.lookup(list(expected))
+            assert found.keys() == expected.keys()
+            assert all(np.array_equal(found[k], v) for k, v in expected.items()), i
+    assert big_file.exists() and big_file.stat().st_ino == before.st_ino  # never rewritten
+    assert len(list(folder.glob("chunk-*.keys.npy"))) <= MAX_CHUNKS
+
+
+def test_past_the_limit_everything_is_merged_and_the_newest_kept(tmp_path, monkeypatch):
+    from memwiki.index import embedding_cache
+
+    monkeypatch.setattr(embedding_cache, "CACHE_LIMIT", 40)  # a small cache, same code
+    cache = EmbeddingCache(tmp_path / "cache", KEY)
+    added: list[str] = []
+    for i in range(MAX_CHUNKS + 1):
+        keys = shas(2, f"k{i}")
+        cache.add(keys, vectors(2, i))
+        added += keys
+    chunks = sorted((tmp_path / "cache").glob("chunk-*.keys.npy"))
+    assert len(chunks) == 1
+    assert set(cache.lookup(added)) == set(added[-40:])
