@@ -29,7 +29,7 @@ from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable
 from itertools import compress, repeat
-from operator import add, mul, truediv
+from operator import add, itemgetter, mul, truediv
 
 from .bm25_postings import (
     Block,
@@ -47,6 +47,7 @@ MARGIN = 1e-6
 # Blocks of the lists read in part that the last search decoded and left undecoded: what
 # the pruning saved (for tests and benchmarks; nothing depends on it).
 LAST_RUN = {"read": 0, "skipped": 0}
+PROBE = 2  # the documents probed before the lists read in part, per document asked for
 
 
 def search(reader, terms: list[str], limit: int, track: str | None, vectorised=None):
@@ -157,25 +158,33 @@ def _segment(acc, lists: list[_List], dead: frozenset, allowed, limit: int, floo
             floor = max(floor, local)
     acc.mask(dead, allowed)
     if j == len(order):
-        docs = acc.at_least(floor - MARGIN)
-        return list(zip(docs, acc.values(docs), strict=True)), floor
+        return acc.pairs(acc.at_least(floor - MARGIN)), floor
     docs = acc.at_least(floor - MARGIN - rem)
-    for lst in order[j:]:
+    tail = order[j:]
+    probe = PROBE * limit
+    # A probe costs `probe` lookups in each list left, each about a sixteenth of a block's
+    # decoding; it pays where the lists left are long (measured: a quarter of `probe`
+    # blocks a list on average).
+    if len(docs) > probe and 4 * sum(len(lst.lasts) for lst in tail) > probe * len(tail):
+        # The best documents so far are likely among the best at the end: the limit-th
+        # best of their whole scores (their blocks of the lists left decoded now rather
+        # than later) raises the floor before the lists left are read.
+        top = acc.pairs(docs, probe)
+        whole = [s + sum(lst.score(d) for lst in tail) for d, s in top]
+        floor = max(floor, heapq.nlargest(limit, whole)[-1] - MARGIN)
+    for lst in tail:
         rem -= lst.bound
         need = floor - MARGIN - rem
-        chosen = lst.wanted(docs, acc.values(docs), need)
+        chosen = acc.wanted(lst, docs, need)
         LAST_RUN["read"] += len(chosen)
         LAST_RUN["skipped"] += len(lst.blocks.blocks) - len(chosen)
         ids, weights = lst.blocks.take(chosen)
         if ids:
             acc.add_for(docs, ids, weights, lst.lengths, lst.idf, lst.norms)
-        scores = acc.values(docs)
-        if len(scores) >= limit:
-            floor = max(floor, heapq.nlargest(limit, scores)[-1])
-        need = floor - MARGIN - rem
+        floor = max(floor, acc.kth(docs, limit))
         # a document left in an undecoded block did not reach `need` before it either
-        docs = list(compress(docs, map(need.__le__, scores)))
-    return list(zip(docs, acc.values(docs), strict=True)), floor
+        docs = acc.keep(docs, floor - MARGIN - rem)
+    return acc.pairs(docs), floor
 
 
 class _List:
@@ -300,9 +309,23 @@ class _Lists:
         docs = list(self.seen)
         return sorted(compress(docs, map(floor.__le__, map(acc.__getitem__, docs))))
 
-    def values(self, docs: list[int]) -> list[float]:
-        """The scores so far of docs."""
-        return list(map(self.acc.__getitem__, docs))
+    def pairs(self, docs: list[int], k: int | None = None) -> list[tuple[int, float]]:
+        """(document, score so far) of docs, or of the k of them scoring best."""
+        pairs = list(zip(docs, map(self.acc.__getitem__, docs), strict=True))
+        return pairs if k is None else heapq.nlargest(k, pairs, key=itemgetter(1))
+
+    def wanted(self, lst: _List, docs: list[int], need: float) -> list[int]:
+        """lst's blocks holding one of docs whose score so far plus the block's bound reaches need."""
+        return lst.wanted(docs, list(map(self.acc.__getitem__, docs)), need)
+
+    def kth(self, docs: list[int], k: int) -> float:
+        """The k-th best score so far of docs (0.0 when fewer)."""
+        best = heapq.nlargest(k, map(self.acc.__getitem__, docs))
+        return best[-1] if len(best) == k else 0.0
+
+    def keep(self, docs: list[int], need: float) -> list[int]:
+        """The docs scoring at least need so far."""
+        return list(compress(docs, map(need.__le__, map(self.acc.__getitem__, docs))))
 
 
 class _Arrays:
@@ -347,13 +370,42 @@ class _Arrays:
         """add, for docs at least: here for every posting (cheaper than choosing)."""
         self.add(ids, weights, lengths, idf, norms)
 
-    def at_least(self, floor: float) -> list[int]:
-        """The documents scoring at least floor and more than 0, in order."""
-        return self.np.flatnonzero(self.acc >= max(floor, sys.float_info.min)).tolist()
+    def at_least(self, floor: float):
+        """The documents scoring at least floor and more than 0, in order (an array)."""
+        return self.np.flatnonzero(self.acc >= max(floor, sys.float_info.min))
 
-    def values(self, docs: list[int]) -> list[float]:
-        """The scores so far of docs."""
-        return self.acc[self.np.asarray(docs, dtype=self.np.int64)].tolist()
+    def pairs(self, docs, k: int | None = None) -> list[tuple[int, float]]:
+        """As _Lists.pairs (docs: an array)."""
+        scores = self.acc[docs]
+        if k is not None and len(docs) > k:
+            top = self.np.argpartition(scores, len(scores) - k)[len(scores) - k :]
+            docs, scores = docs[top], scores[top]
+        return list(zip(docs.tolist(), scores.tolist(), strict=True))
+
+    def wanted(self, lst: _List, docs, need: float) -> list[int]:
+        """As _Lists.wanted, with arrays: the block of a document is the first whose last
+        document is not before it."""
+        np = self.np
+        if not lst.lasts:
+            return []
+        block = np.searchsorted(np.asarray(lst.lasts), docs)
+        inside = block < len(lst.lasts)
+        bounds = np.asarray(lst.bounds)[np.minimum(block, len(lst.lasts) - 1)]
+        chosen = block[inside & (self.acc[docs] + bounds >= need)]
+        # docs are sorted, so are their blocks: keep the first of each run (np.unique
+        # would import numpy.ma, 12 ms in a cold process)
+        return chosen[np.diff(chosen, prepend=-1) != 0].tolist()
+
+    def kth(self, docs, k: int) -> float:
+        """As _Lists.kth."""
+        scores = self.acc[docs]
+        if len(scores) < k:
+            return 0.0
+        return float(self.np.partition(scores, len(scores) - k)[len(scores) - k])
+
+    def keep(self, docs, need: float):
+        """As _Lists.keep."""
+        return docs[self.acc[docs] >= need]
 
 
 B, K1 = 0.75, 1.2  # Whoosh's BM25F defaults, which bm25.ExactBM25F scores with
