@@ -15,9 +15,9 @@ PyYAML (which also reports the errors). It accepts only what it can prove it rea
 PyYAML does, and refuses at the first doubt: every line is a top-level `key: value`,
 a flush-left comment, an empty line, or (after a key with no value) a `- item` of a
 block list; values are single-line plain or quoted scalars or a one-line `[a, b]` list;
-no tab, carriage return or character PyYAML would reject; a plain scalar resolves as
-PyYAML 1.1's implicit resolvers resolve it (the regular expressions below are PyYAML's),
-and only to a string, null or a timestamp (anything else, e.g. `yes` or `3`, goes to
+no tab, carriage return or character PyYAML would reject; a plain scalar is read only
+when it is certainly a string, a null or a timestamp of the two forms memwiki writes
+(anything that may be another YAML 1.1 type, e.g. `yes`, `3` or `1:20`, goes to
 PyYAML). tests/test_plain_yaml.py holds it to `yaml.safe_load` on generated nasty input.
 """
 
@@ -53,69 +53,21 @@ _ITEM_LINE = re.compile(r"( *)- (.*)$")
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@` ")
 _FLOW_FORBIDDEN = re.compile(r"[\[\]{}#'\"?]")
 
-# PyYAML's implicit resolvers (yaml/resolver.py), keyed by a scalar's first character,
-# in its order. The first that matches decides the tag; none: a string.
-_BOOL = _Lazy(
-    r"""^(?:yes|Yes|YES|no|No|NO
-    |true|True|TRUE|false|False|FALSE
-    |on|On|ON|off|Off|OFF)$""",
-    re.X,
-)
-_FLOAT = _Lazy(
-    r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
-    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
-    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
-    |[-+]?\.(?:inf|Inf|INF)
-    |\.(?:nan|NaN|NAN))$""",
-    re.X,
-)
-_INT = _Lazy(
-    r"""^(?:[-+]?0b[0-1_]+
-    |[-+]?0[0-7_]+
-    |[-+]?(?:0|[1-9][0-9_]*)
-    |[-+]?0x[0-9a-fA-F_]+
-    |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$""",
-    re.X,
-)
-_MERGE = _Lazy(r"^(?:<<)$")
-_NULL = _Lazy(r"^(?: ~ |null|Null|NULL | )$", re.X)
-_TIMESTAMP = _Lazy(
-    r"""^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
-    |[0-9][0-9][0-9][0-9] -[0-9][0-9]? -[0-9][0-9]?
-     (?:[Tt]|[ \t]+)[0-9][0-9]?
-     :[0-9][0-9] :[0-9][0-9] (?:\.[0-9]*)?
-     (?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$""",
-    re.X,
-)
-_VALUE = _Lazy(r"^(?:=)$")
-_YAML = _Lazy(r"^(?:!|&|\*)$")
-_RESOLVERS: dict[str, list[tuple[str, _Lazy]]] = {}
-for _tag, _regex, _first in (
-    ("bool", _BOOL, "yYnNtTfFoO"),
-    ("float", _FLOAT, "-+0123456789."),
-    ("int", _INT, "-+0123456789"),
-    ("merge", _MERGE, "<"),
-    ("null", _NULL, ["~", "n", "N", ""]),
-    ("timestamp", _TIMESTAMP, "0123456789"),
-    ("value", _VALUE, "="),
-    ("yaml", _YAML, "!&*"),
-):
-    for _ch in _first:
-        _RESOLVERS.setdefault(_ch, []).append((_tag, _regex))
-
-# PyYAML's constructor for a timestamp (yaml/constructor.py, construct_yaml_timestamp).
-_TIMESTAMP_PARTS = _Lazy(
-    r"""^(?P<year>[0-9][0-9][0-9][0-9])
-    -(?P<month>[0-9][0-9]?)
-    -(?P<day>[0-9][0-9]?)
-    (?:(?:[Tt]|[ \t]+)
-    (?P<hour>[0-9][0-9]?)
-    :(?P<minute>[0-9][0-9])
-    :(?P<second>[0-9][0-9])
-    (?:\.(?P<fraction>[0-9]*))?
-    (?:[ \t]*(?P<tz>Z|(?P<tz_sign>[-+])(?P<tz_hour>[0-9][0-9]?)
-    (?::(?P<tz_minute>[0-9][0-9]))?))?)?$""",
-    re.X,
+# YAML 1.1's implicit types (yaml.org/type: null, bool, int, float, timestamp, merge,
+# value), decided conservatively rather than reproduced: a plain scalar is read here only
+# as a string, a null, or a date or time of the two forms below. Any scalar that could be
+# another type goes to PyYAML: a bool word, one starting like a number (ints, floats,
+# sexagesimals and the other timestamp forms all do) and the merge, value and tag forms.
+_NULL_WORDS = frozenset({"", "~", "null", "Null", "NULL"})
+_BOOL_WORDS = frozenset(
+    form for word in ("yes", "no", "true", "false", "on", "off")
+    for form in (word, word.capitalize(), word.upper())
+)  # fmt: skip
+_NOT_A_STRING_START = frozenset("-+.0123456789<=!&*")
+_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_DATETIME = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})"
+    r"(?:\.([0-9]{1,9}))?(Z|[-+][0-9]{2}:[0-9]{2})?"
 )
 
 
@@ -242,42 +194,38 @@ def _block_list(lines: list[str], i: int) -> tuple[object, int]:
 
 
 def _plain(scalar: str):
-    """A plain scalar as PyYAML resolves and constructs it: str, None, a date; else OTHER."""
-    for tag, regex in _RESOLVERS.get(scalar[:1], ()):
-        if regex.match(scalar):
-            if tag == "null":
-                return None
-            if tag == "timestamp":
-                return _timestamp(scalar)
-            return OTHER
+    """A plain scalar as PyYAML reads it: str, None, a date or datetime; else OTHER."""
+    if scalar in _NULL_WORDS:
+        return None
+    if scalar in _BOOL_WORDS:
+        return OTHER
+    if scalar[0] in _NOT_A_STRING_START:
+        return _timestamp(scalar)
     return scalar
 
 
 def _timestamp(scalar: str):
-    """construct_yaml_timestamp's date or datetime, or OTHER where it would raise."""
-    m = _TIMESTAMP_PARTS.match(scalar)
-    if m is None:
-        return OTHER
-    v = m.groupdict()
+    """`2026-11-02` as a date, `2026-11-02T10:14:00[.5][Z|+05:30]` as a datetime, else OTHER.
+
+    A fraction keeps its first six digits (microseconds); Z is UTC, an offset a fixed
+    zone, no zone a naive time: what YAML's timestamp type gives. A date that does not
+    exist (2026-02-30) is left to PyYAML, which reports it.
+    """
     try:
-        if not v["hour"]:
-            return dt.date(int(v["year"]), int(v["month"]), int(v["day"]))
-        fraction = int(v["fraction"][:6].ljust(6, "0")) if v["fraction"] else 0
+        if m := _DATE.fullmatch(scalar):
+            return dt.date(*map(int, m.groups()))
+        m = _DATETIME.fullmatch(scalar)
+        if m is None:
+            return OTHER
+        *parts, fraction, zone = m.groups()
+        micro = int(fraction[:6].ljust(6, "0")) if fraction else 0
         tzinfo = None
-        if v["tz_sign"]:
-            delta = dt.timedelta(hours=int(v["tz_hour"]), minutes=int(v["tz_minute"] or 0))
-            tzinfo = dt.timezone(-delta if v["tz_sign"] == "-" else delta)
-        elif v["tz"]:
+        if zone == "Z":
             tzinfo = dt.UTC
-        return dt.datetime(
-            int(v["year"]),
-            int(v["month"]),
-            int(v["day"]),
-            int(v["hour"]),
-            int(v["minute"]),
-            int(v["second"]),
-            fraction,
-            tzinfo=tzinfo,
-        )
+        elif zone:
+            hours, minutes = int(zone[1:3]), int(zone[4:6])
+            offset = dt.timedelta(hours=hours, minutes=minutes)
+            tzinfo = dt.timezone(-offset if zone[0] == "-" else offset)
+        return dt.datetime(*map(int, parts), micro, tzinfo=tzinfo)
     except (ValueError, OverflowError):
         return OTHER
