@@ -93,3 +93,46 @@ def test_past_the_limit_everything_is_merged_and_the_newest_kept(tmp_path, monke
     chunks = sorted((tmp_path / "cache").glob("chunk-*.keys.npy"))
     assert len(chunks) == 1
     assert set(cache.lookup(added)) == set(added[-40:])
+
+
+KILLER = """
+import os, signal, sys
+import numpy as np
+from memwiki import fsutil
+from memwiki.index.embedding_cache import EmbeddingCache
+real = fsutil.atomic_write
+def die_after_the_vectors(path, sync_dir=True):
+    if path.name.endswith(".keys.npy"):
+        os.kill(os.getpid(), signal.SIGKILL)  # the vectors' file is renamed, the keys' not
+    return real(path, sync_dir)
+fsutil.atomic_write = die_after_the_vectors
+cache = EmbeddingCache(__import__("pathlib").Path(sys.argv[1]), {"provider": "hash", "model": "test", "dim": 8})
+cache.add(["%064d" % 7], np.ones((1, 8), dtype=np.float32))
+"""
+
+
+def test_a_process_killed_between_a_chunks_two_files_loses_only_that_chunk(tmp_path):
+    """kill -9 after a chunk's vectors are renamed and before its keys are: the chunk is
+    not there, the cache before it is, and the next chunk (the same number) is written."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    folder = tmp_path / "cache"
+    cache = EmbeddingCache(folder, KEY)
+    first = shas(3, "first")
+    cache.add(first, vectors(3, 1))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWIKI_")}
+    done = subprocess.run(
+        [sys.executable, "-c", KILLER, str(folder)], env=env, timeout=60, capture_output=True
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert len(list(folder.glob("chunk-*.vecs.npy"))) == 2  # the orphan vectors
+    assert len(list(folder.glob("chunk-*.keys.npy"))) == 1
+    assert set(cache.lookup([*first, f"{7:064d}"])) == set(first)
+    again = shas(2, "again")
+    cache.add(again, vectors(2, 2))
+    found = cache.lookup(first + again)
+    assert set(found) == set(first + again)
+    assert np.array_equal(np.stack([found[k] for k in again]), vectors(2, 2))
