@@ -29,23 +29,6 @@ import re
 OTHER = object()  # not plain frontmatter: ask PyYAML
 
 
-class _Lazy:
-    """A regular expression compiled when first used: most files need only a few of them,
-    and compiling all at import took 1.6 ms of a cold process."""
-
-    __slots__ = ("_args", "_compiled")
-
-    def __init__(self, pattern: str, flags: int = 0) -> None:
-        self._args = (pattern, flags)
-        self._compiled: re.Pattern | None = None
-
-    def match(self, text: str) -> re.Match | None:
-        """re.Pattern.match, compiling first."""
-        if self._compiled is None:
-            self._compiled = re.compile(*self._args)
-        return self._compiled.match(text)
-
-
 _KEY_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]{0,127}):(?: (.*))?$")
 _ITEM_LINE = re.compile(r"( *)- (.*)$")
 # A plain scalar may not start with an indicator (PyYAML's check_plain, made stricter:
