@@ -200,7 +200,7 @@ def _timestamp(scalar: str):
         m = _DATETIME.fullmatch(scalar)
         if m is None:
             return OTHER
-        *parts, fraction, zone = m.groups()
+        year, month, day, hour, minute, second, fraction, zone = m.groups()
         micro = int(fraction[:6].ljust(6, "0")) if fraction else 0
         tzinfo = None
         if zone == "Z":
@@ -209,6 +209,8 @@ def _timestamp(scalar: str):
             hours, minutes = int(zone[1:3]), int(zone[4:6])
             offset = dt.timedelta(hours=hours, minutes=minutes)
             tzinfo = dt.timezone(-offset if zone[0] == "-" else offset)
-        return dt.datetime(*map(int, parts), micro, tzinfo=tzinfo)
+        return dt.datetime(
+            int(year), int(month), int(day), int(hour), int(minute), int(second), micro, tzinfo
+        )
     except (ValueError, OverflowError):
         return OTHER
