@@ -356,6 +356,7 @@ def main(sizes=SIZES, runs: int = 3, real: bool | str = True, rebuild: bool = Fa
     """Run the scale benchmark and print its table."""
     import numpy as np
 
+    latency.compile_bytecode()  # as an installed wheel has it (latency.py says why)
     work = Path(tempfile.mkdtemp(prefix="memwiki-scale-"))
     try:
         matrix = work / "ref.npy"
