@@ -17,7 +17,7 @@ from itertools import accumulate
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_bm25_score import build, compare
+from test_bm25_score import build, compare, posting_bytes
 
 from memwiki.index import bm25, bm25_blocks, bm25_postings, bm25_score
 
@@ -165,10 +165,7 @@ def test_a_damaged_compressed_block_is_unreadable(tmp_path):
     searcher = bm25.open_searcher(directory)
     try:
         leaf = searcher.reader()
-        info = leaf.term_info("body", "kafka")
-        offset, length = info.extent()
-        length = length[0] if isinstance(length, tuple) else length
-        buf = leaf._terms._postfile.get(offset, length)
+        buf = posting_bytes(leaf, "body", "kafka")
         blocks = bm25_postings.read_blocks(buf).blocks
         assert len(blocks) > 2 and blocks[1]._compression
         raw = bytes(blocks[1]._raw)

@@ -139,6 +139,13 @@ def test_edited_index_scores_as_a_rebuild(tmp_path_factory, batches, queries):
         assert abs(edited.coverage - rebuilt.coverage) <= 1e-9
 
 
+def posting_bytes(leaf, field: str, term: str) -> bytes:
+    """The raw bytes of a term's posting list in one segment, as Whoosh stored them."""
+    offset, length = leaf.term_info(field, term).extent()
+    length = length[0] if isinstance(length, tuple) else length
+    return leaf._terms._postfile.get(offset, length)
+
+
 def raw_matcher_postings(leaf, field: str, text) -> tuple[list[int], list[float]]:
     """A term's postings as Whoosh's own block matcher reads them, deleted ones included."""
     m = leaf._terms.matcher(field, text, leaf.schema[field].format)
@@ -223,10 +230,7 @@ def test_damaged_posting_blocks_are_unreadable_not_misread(tmp_path, damage):
     searcher = bm25.open_searcher(directory)
     try:
         leaf = searcher.reader()
-        info = leaf.term_info("body", "kafka")
-        offset, length = info.extent()
-        length = length[0] if isinstance(length, tuple) else length
-        buf = leaf._terms._postfile.get(offset, length)
+        buf = posting_bytes(leaf, "body", "kafka")
         got = bm25_postings.read_blocks(buf).read()
         assert got == raw_matcher_postings(leaf, "body", b"kafka")
         with pytest.raises(bm25_postings.Unreadable):
