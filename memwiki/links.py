@@ -99,14 +99,14 @@ def scan(text: str) -> list[tuple[int, str, str, bool]]:
 
 
 def _aliases(text: str) -> list[str]:
-    import yaml
+    from .recallfile import InvalidRecallFile, load_frontmatter
 
     parts = markdown.split_frontmatter(text)
     if parts is None or "aliases" not in parts.text:
         return []
     try:
-        data = yaml.safe_load(parts.text)
-    except (yaml.YAMLError, ValueError, OverflowError, RecursionError):
+        data = load_frontmatter(parts.text, "")
+    except InvalidRecallFile:
         return []  # lint reports the frontmatter; its links still count
     value = data.get("aliases") if isinstance(data, dict) else None
     if isinstance(value, str):

@@ -22,11 +22,12 @@ from .model import (
     conflict_copy_of,
     is_one_line,
 )
-from .parse import MAX_FILE_BYTES, decode, parse, read, size_problem, try_read
+from .parse import MAX_FILE_BYTES, decode, load_frontmatter, parse, read, size_problem, try_read
 from .payload import PAYLOAD_KEYS, from_payload
 from .render import render
 
 __all__ = [
+    "load_frontmatter",
     "COPY_RE",
     "KNOWN_KEYS",
     "LINE_BREAKS",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import markdown
 from ..timestamps import ISO_Z
-from .model import KNOWN_KEYS, RecallFile, jsonable, timestamp
+from .model import KNOWN_KEYS, InvalidRecallFile, RecallFile, jsonable, timestamp
 
 
 def _unicode_ok(value) -> bool:
@@ -52,12 +52,12 @@ def _known_values(rf: RecallFile) -> dict:
 
 def render(rf: RecallFile) -> str:
     """Render a RecallFile to text, editing the original frontmatter in place when there is one."""
-    import yaml
-
     known = _known_values(rf)
     if rf.raw_frontmatter is None:
         fm = "".join(_render_value(k, v) for k, v in known.items())
         if rf.extra:
+            import yaml
+
             extra = jsonable(rf.extra)
             fm += yaml.safe_dump(
                 extra, allow_unicode=_unicode_ok(extra), sort_keys=False, width=10**6
@@ -68,11 +68,11 @@ def render(rf: RecallFile) -> str:
 
 
 def _edit_frontmatter(raw: str, known: dict) -> str:
-    import yaml
+    from .parse import load_frontmatter
 
     try:
-        old = yaml.safe_load(raw) or {}
-    except (yaml.YAMLError, ValueError, OverflowError, RecursionError):
+        old = load_frontmatter(raw, "") or {}
+    except InvalidRecallFile:
         old = {}
     if not isinstance(old, dict):
         old = {}
