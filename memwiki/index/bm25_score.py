@@ -27,10 +27,10 @@ import heapq
 import sys
 from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Callable
 from itertools import compress, repeat
 from operator import add, itemgetter, mul, truediv
 
+from .bm25_blocks import holding
 from .bm25_postings import (
     Block,
     Blocks,
@@ -71,7 +71,7 @@ def search(reader, terms: list[str], limit: int, track: str | None, vectorised=N
         for f, t in keys:
             bl = found[(i, f, t)] = blocks(leaf, f, t)
             if dead and bl.count:  # decode only the blocks that may hold a deleted document
-                df[(f, t)] -= len(gone[i].intersection(bl.read(_holds(dead))[0]))
+                df[(f, t)] -= len(gone[i].intersection(bl.read(holding(dead))[0]))
             df[(f, t)] += bl.count
     n = reader.doc_count()
     scored = [
@@ -238,16 +238,6 @@ class _List:
 def track_docs(leaf, track: str | None) -> list[int] | None:
     """The documents of a segment in the track (None: no track filter)."""
     return None if not track else blocks(leaf, "track", track).read()[0]
-
-
-def _holds(docs: list[int]) -> Callable[[Block], bool]:
-    """Whether a block's range of document numbers holds one of the sorted docs."""
-
-    def holds(block: Block) -> bool:
-        i = bisect_left(docs, block.first)
-        return i < len(docs) and docs[i] <= block.last
-
-    return holds
 
 
 def _bound(block: Block, idf: float, norms: list[float], lengths: bool = True) -> float:
