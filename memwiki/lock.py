@@ -48,6 +48,13 @@ class FileLock:
             os.close(self._fd)
             self._fd = None
 
+    def hand_over(self) -> None:
+        """Close this process's descriptor without unlocking: a child forked while it was
+        held shares the descriptor's lock (flock), and keeps it until it releases or exits."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
     def is_held_elsewhere(self) -> bool:
         """True when some other process holds the lock right now."""
         if not self.path.exists():

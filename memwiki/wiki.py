@@ -344,11 +344,13 @@ class Wiki:
         mode: str = "hybrid", project: str | None = None,
         notify: Callable[[str], None] | None = None,
         deadline: float | None = None, background: bool = False, status: dict | None = None,
+        defer: bool = False,
     ) -> RetrievalResult:  # fmt: skip
         """Hybrid retrieval (memwiki.index.search); defaults as memwiki.cli.argv.RETRIEVE.
 
         project: the project in scope (a slug; None: no preference), as project.scope gives it.
         deadline/background/status: progressive answers (memwiki.index.progressive).
+        defer: edits written after the answer, by result.write_later() (memwiki.index.deferred).
         """
         from .index.indexer import print_to_stderr
         from .index.search import retrieve
@@ -356,5 +358,5 @@ class Wiki:
         return retrieve(
             self, query, k=k, track=track, budget=budget, mode=mode, config=self.config,
             project=project, notify=notify or print_to_stderr,
-            deadline=deadline, background=background, status=status,
+            deadline=deadline, background=background, status=status, defer=defer,
         )  # fmt: skip

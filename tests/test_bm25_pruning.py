@@ -113,7 +113,7 @@ def by_unpickling(data: bytes, n: int):
     if w is None:
         return ids, [1.0] * n
     if isinstance(w, float):
-        return ids, [bm25_blocks._float32(w)] * n
+        return ids, [bm25_blocks.float32(w)] * n
     return ids, list(w)
 
 

@@ -88,6 +88,7 @@ def run_retrieve(
         project=preferred,
         deadline=deadline,
         background=True,
+        defer=True,
     )
     if as_json:
         from .output import emit_json
@@ -99,6 +100,8 @@ def run_retrieve(
         sys.stdout.write(result.to_markdown())
     if deadline is not None:
         _leave_if_vectors_still_running()
+    if result.write_later is not None:  # the edit the answer read, written now it is out
+        result.write_later()
 
 
 def _leave_if_vectors_still_running() -> None:

@@ -78,7 +78,7 @@ class Block:
             return ids, [1.0] * n
         if isinstance(w, float):
             # Whoosh expands a block's one weight through array("f"), i.e. as float32
-            return ids, [_float32(w)] * n
+            return ids, [float32(w)] * n
         return ids, list(w)
 
 
@@ -169,7 +169,7 @@ def _block(block, first: int) -> Block:
         if block[:end] != head:
             raise Unreadable("unexpected block info")
     # weights are read back as float32, and rounding keeps their order
-    return Block(first, last_id, n, _float32(top), min_length, block[end:], compression)
+    return Block(first, last_id, n, float32(top), min_length, block[end:], compression)
 
 
 _SIZE = struct.Struct(">i")  # a block's signed length (Whoosh's unpack_int)
@@ -194,7 +194,7 @@ def _info_length(info) -> int:
 _F32: dict[float, float] = {}
 
 
-def _float32(w: float) -> float:
+def float32(w: float) -> float:
     """w read back as float32, as Whoosh reads weights (one conversion per distinct value)."""
     got = _F32.get(w)
     if got is None:
@@ -253,7 +253,7 @@ def _dense(raw: bytes, n: int) -> Decoded | None:
     if kind == b"N":
         return ids, [1.0] * n
     if kind == b"G" and len(raw) >= p + 9:
-        return ids, [_float32(struct.unpack_from(">d", raw, p + 1)[0])] * n
+        return ids, [float32(struct.unpack_from(">d", raw, p + 1)[0])] * n
     end = p + 1 + 9 * n
     if kind != b"(" or raw[p + 1 : end : 9] != b"G" * n or raw[end : end + 3] != b"tq\x01":
         return None

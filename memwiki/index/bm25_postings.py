@@ -83,6 +83,9 @@ def _list_bytes(leaf, field: str, text: str) -> Blocks | bytes:
     """A term's posting list as stored in one segment, or as Blocks when it has no blocks."""
     from whoosh.reading import TermNotFound
 
+    memory = getattr(leaf, "memory_blocks", None)  # bm25_overlay.MemorySegment
+    if memory is not None:
+        return memory(field, text)
     try:
         info = leaf.term_info(field, text)
     except TermNotFound:
@@ -171,6 +174,9 @@ def _column(leaf, field: str) -> tuple[bytes, int] | None:
 
 
 def _length_bytes(leaf, field: str) -> bytes | None:
+    memory = getattr(leaf, "memory_lengths", None)  # bm25_overlay.MemorySegment
+    if memory is not None:
+        return memory(field)
     try:
         from whoosh.codec.whoosh3 import LENGTHS_COLUMN
 

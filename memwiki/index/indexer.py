@@ -68,6 +68,9 @@ class Index:
         # A retrieve loads the model in its vector thread while the index may need it too.
         self._embedder_lock = threading.Lock()
         self._loaded: tuple[tuple, st.State] | None = None
+        # A few edited files are laid over the committed index and written after the
+        # answer (index/deferred.py); the caller then calls deferred.write_later.
+        self.defer_writes = False
 
     # ------------------------------------------------------------ embedder
 
@@ -276,6 +279,12 @@ class Index:
             wanted = embed and self._vectors_wanted(state, check_model)
             if not changes and not wanted and not state.upgraded:
                 return self._snap(state, strict=strict).open(vector_file=need_vectors)
+            if self.defer_writes and not wanted:
+                from . import deferred
+
+                later = deferred.snapshot(self, state, changes, stats, embed, strict)
+                if later is not None:
+                    return later.open(vector_file=need_vectors)
         else:
             status["needs_build"] = True
             if inline_limit is not None and embed:
@@ -363,6 +372,10 @@ class Index:
         """
         with self.lock():
             return self._update_locked(need_vectors, full=full, merge=True)
+
+    def update_locked(self, need_vectors: bool) -> UpdateReport:
+        """update() by a process that holds the writer lock already (index/deferred.py)."""
+        return self._update_locked(need_vectors)
 
     def _update_locked(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -70,6 +71,9 @@ class RetrievalResult:
     mode: str
     results: list[FileResult]
     index: dict
+    # retrieve(defer=True): the edit the answer laid over the index, still to be written;
+    # the caller calls it once the answer is out (index/deferred.py). Returns how.
+    write_later: Callable[[], str] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
         """JSON form (schema documented in docs/reference.md)."""

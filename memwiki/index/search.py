@@ -112,6 +112,7 @@ def retrieve(
     deadline: float | None = None,
     background: bool = False,
     status: dict | None = None,
+    defer: bool = False,
 ) -> RetrievalResult:
     """Search the wiki: fresh index, BM25 and vector candidates, fusion, files, sections.
 
@@ -119,6 +120,9 @@ def retrieve(
     deadline (a time.monotonic() value) makes the answer progressive: BM25 first, vectors
     only if they are ready by then. background: vector work larger than a few files is
     left to one background reindex instead of blocking the answer (index/progressive.py).
+    defer: a few edited files are answered from the index with them laid over, and the
+    result's write_later() commits them (index/deferred.py); the caller calls it once the
+    answer is out.
     """
     from ..errors import InvalidInput, StateError
 
@@ -133,6 +137,10 @@ def retrieve(
 
         check_slug(track, "track")
     index = index or Index(wiki, config, notify=notify)
+    if defer:
+        from . import deferred
+
+        index.defer_writes = deferred.available()
     progressive = deadline is not None or background
     status = status if status is not None else {}
     want_vectors = mode in ("hybrid", "vector") and bool(query.strip())
@@ -254,7 +262,13 @@ def retrieve(
     elif used_mode != mode:
         facts["note"] = f"BM25 only: {index.embedder_note}"
     snap.close()
-    return RetrievalResult(query, used_mode, results, facts)
+    result = RetrievalResult(query, used_mode, results, facts)
+    if snap.deferred is not None:
+        from . import deferred
+
+        prepared = snap.deferred
+        result.write_later = lambda: deferred.write_later(index, prepared)
+    return result
 
 
 def _progress_facts(snap, job, mode, config, background, index) -> dict:

@@ -106,19 +106,6 @@ def apply_layout(
     new.changed()
 
 
-def reusable(directory: Path, old: st.State, key: dict) -> bool:
-    """True when old's vector segments are of this model and can be read."""
-    if not old.segments or old.embedder != key:
-        return False
-    from .vectors import open_matrix  # numpy: only when there are vectors
-
-    try:
-        open_matrix(directory, old)
-    except (OSError, ValueError):
-        return False
-    return True
-
-
 def cleanup(directory: Path, state: st.State, old: st.State | None) -> None:
     """Remove vector segments, manifest bases and Whoosh directories no recent state names.
 

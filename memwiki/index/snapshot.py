@@ -32,6 +32,10 @@ class Snapshot:
     strict: bool = True  # a vanished file raises FileNotFoundError (the caller retries)
     # a freshness scan still running (index/forkscan.py): Index.confirm() settles it
     pending_scan: Any = field(default=None, repr=False)
+    # an update prepared, not written (index/deferred.py): `state` is the one it will
+    # commit; BM25 and vectors read the committed index (`base`) with it laid over
+    deferred: Any = field(default=None, repr=False)
+    base: Snapshot | None = field(default=None, repr=False)
 
     @property
     def bm25_dir(self) -> Path:
@@ -47,6 +51,9 @@ class Snapshot:
 
     def open(self, bm25_files: bool = True, vector_file: bool = True) -> Snapshot:
         """Open the Whoosh generation and the vector file now; FileNotFoundError if one is gone."""
+        if self.base is not None:  # a deferred update: the committed index's files
+            self.base.open(bm25_files, vector_file)
+            return self
         if (
             vector_file
             and self.state.vectors_file
@@ -75,12 +82,24 @@ class Snapshot:
 
     def searcher(self):
         """The Whoosh searcher opened by open() (opened now if it was not)."""
+        if self._searcher is None and self.base is not None:
+            from .bm25_overlay import OverlaySearcher
+
+            prepared = self.deferred
+            self._searcher = OverlaySearcher(self.base.searcher(), prepared.gone, prepared.items)
         if self._searcher is None:
             self._searcher = bm25.open_searcher(self.bm25_dir, self.state.whoosh_generation)
         return self._searcher
 
     def matrix(self):
         """The item vector matrix (memory-mapped on first use), or None without vectors."""
+        if self._matrix is None and self.base is not None:
+            vectors = self.deferred.vectors
+            if vectors is not None and self.state.vectors_file:
+                from .vectors import appended_matrix
+
+                self._matrix = appended_matrix(vectors.old_matrix, self.state, vectors.block)
+            return self._matrix
         if self._matrix is None and self.state.vectors_file:
             from .vectors import open_matrix
 
@@ -95,6 +114,8 @@ class Snapshot:
         if self._searcher is not None:
             self._searcher.close()
             self._searcher = None
+        if self.base is not None:
+            self.base.close()
         for fh in self._vectors_fh or ():
             fh.close()
         self._vectors_fh = None

@@ -189,7 +189,9 @@ def open_matrix(directory: Path, state, sources=None):
     return SegmentedMatrix(parts, live, [identity(src) for src in sources])
 
 
-def _old_matrix(directory: Path, old, key: dict):
+def old_vectors(directory: Path, old, key: dict) -> SegmentedMatrix | None:
+    """old's vectors as one SegmentedMatrix, or None when it has none of this model (or they
+    cannot be read): then an update cannot append to them."""
     if old is None or not old.segments or old.embedder != key:
         return None
     try:
@@ -199,24 +201,26 @@ def _old_matrix(directory: Path, old, key: dict):
     return matrix if isinstance(matrix, SegmentedMatrix) else SegmentedMatrix([matrix], None)
 
 
-def write_vectors(
-    directory: Path, root: Path, old, new, plan, items, embedder, key: dict, notify=None
-) -> tuple[int, object]:
-    """Write the vectors of plan: a new segment of the written rows, or one compacted file.
+class VectorBlock:
+    """The vectors an update writes (plan.rows, in order), computed before anything is written."""
 
-    Vectors come from the old segments (kept or moved text), the embedding cache, or the
-    embedder. Returns how many texts were embedded, and the new matrix (so a reader need
-    not open it again). Rows left without a vector (no embedder in this process) are
-    recorded in new.unembedded_slots and masked out of vector search.
-    """
-    from .segments import MAX_SEGMENTS
+    def __init__(self, block: np.ndarray, missing: set[int], embedded: int, old_matrix, cache):
+        self.block, self.missing, self.embedded = block, missing, embedded
+        self.old_matrix, self.cache = old_matrix, cache
 
-    old_matrix = _old_matrix(directory, old, key)
+
+def vector_block(
+    directory: Path, root: Path, old, plan, items, embedder, key: dict, notify=None, held=False
+) -> VectorBlock:
+    """The vectors of plan.rows: from the old segments (kept or moved text), the embedding
+    cache, or the embedder; the physical slots left without one are in `missing`.
+
+    held: old's matrix as old_vectors() opened it (False: open it here)."""
+    old_matrix = old_vectors(directory, old, key) if held is False else held
     if old_matrix is None and not plan.compact:
         raise ValueError("an appended segment needs the old vectors")
-    dim = key["dim"]
     rows = plan.rows
-    block = np.zeros((len(rows), dim), dtype=np.float32)
+    block = np.zeros((len(rows), key["dim"]), dtype=np.float32)
     copied = sorted(plan.source.items()) if old_matrix is not None else []
     if copied:
         # Kept rows are copied in one numpy operation (a compaction runs on every row).
@@ -246,10 +250,28 @@ def write_vectors(
             missing.add(plan.first_slot + n)
         else:
             block[n] = vec
-    if old_matrix is not None:
-        _cache_departed(cache, old, plan, old_matrix)
+    return VectorBlock(block, missing, len(texts), old_matrix, cache)
+
+
+def write_vectors(
+    directory: Path, root: Path, old, new, plan, items, embedder, key: dict, notify=None,
+    computed: VectorBlock | None = None,
+) -> tuple[int, object]:  # fmt: skip
+    """Write the vectors of plan: a new segment of the written rows, or one compacted file.
+
+    computed: vector_block's result, when the update was prepared before (index/deferred.py).
+    Returns how many texts were embedded, and the new matrix (so a reader need
+    not open it again). Rows left without a vector (no embedder in this process) are
+    recorded in new.unembedded_slots and masked out of vector search.
+    """
+    from .segments import MAX_SEGMENTS
+
+    got = computed or vector_block(directory, root, old, plan, items, embedder, key, notify)
+    block, rows, dim = got.block, plan.rows, key["dim"]
+    if got.old_matrix is not None:
+        _cache_departed(got.cache, old, plan, got.old_matrix)
     new.embedder = key
-    new.unembedded_slots = missing
+    new.unembedded_slots = set(got.missing)
     new.changed()
     name = f"vectors-{new.generation}.npy"
     if plan.compact:
@@ -268,7 +290,17 @@ def write_vectors(
         if len(block):
             save_matrix(directory / name, block)
             new.segments.append((name, len(block)))
-    return len(texts), block if plan.compact else open_matrix(directory, new)
+    return got.embedded, block if plan.compact else open_matrix(directory, new)
+
+
+def appended_matrix(old_matrix, new, block: np.ndarray) -> SegmentedMatrix:
+    """The matrix of new.rows before new's segment is written: old's segments and the block."""
+    keep = np.ones(new.physical_rows, dtype=bool)
+    if new.dead:
+        keep[np.fromiter(new.dead, dtype=np.int64, count=len(new.dead))] = False
+    return SegmentedMatrix(
+        [*old_matrix.parts, block], np.flatnonzero(keep), [*old_matrix.keys, None]
+    )
 
 
 def _held_vectors(old, wanted: set[str], old_matrix) -> dict[str, np.ndarray]:

@@ -15,6 +15,7 @@ command sees the mismatch and rebuilds, taking vectors from the old segments.
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import bm25, bm25_update, segments
@@ -56,19 +57,25 @@ def build(index: Index, old: st.State | None, need_vectors: bool) -> UpdateRepor
     return report
 
 
-def apply(
-    index: Index,
-    old: st.State,
-    changes: st.ScanChanges,
-    stats: dict,
-    need_vectors: bool,
-    merge: bool = False,
-) -> UpdateReport:
-    """Re-index the changed files and drop the deleted ones.
+@dataclass
+class Prepared:
+    """An update worked out in memory (files chunked, rows laid out, vectors computed), not
+    yet written: write() commits it; a reader may answer from it first (index/deferred.py)."""
 
-    merge: merge Whoosh's small segments now (a reindex) rather than only once there are
-    many of them (a reader's inline update, bm25_update).
-    """
+    old: st.State
+    new: st.State  # the state write() commits; until then its vectors are in `vectors`
+    plan: segments.Plan
+    items: list
+    gone: set[str]  # the files whose old documents the update deletes
+    report: UpdateReport
+    need_vectors: bool
+    vectors: object | None = None  # vectors.VectorBlock, when the index has vectors
+
+
+def prepare(
+    index: Index, old: st.State, changes: st.ScanChanges, stats: dict, need_vectors: bool
+) -> Prepared:
+    """Everything an update of the changed and deleted files computes before writing."""
     from .indexer import UpdateReport
 
     report = UpdateReport()
@@ -77,18 +84,18 @@ def apply(
     )
     gone = set(changes.changed) | set(changes.deleted)
     report.removed = sorted(set(changes.deleted))
-    gen = old.generation + 1
-    new = st.State(generation=gen, bm25_dir=old.bm25_dir)
+    new = st.State(generation=old.generation + 1, bm25_dir=old.bm25_dir)
+    new.whoosh_generation, new.bm25_deleted = old.whoosh_generation, old.bm25_deleted
+    new.segments, new.embedder = list(old.segments), old.embedder
     added = [row_of(i, projects.get(i.path, ())) for i in items]
     emb = index.embedder() if need_vectors else None
     key = index.model_key(emb) if emb is not None else old.embedder
-    plan = segments.plan_update(
-        old,
-        gone,
-        added,
-        emb is not None,
-        key is None or segments.reusable(index.directory, old, key),
-    )
+    held = None
+    if key is not None:
+        from .vectors import old_vectors  # numpy: not on the BM25-only path
+
+        held = old_vectors(index.directory, old, key)
+    plan = segments.plan_update(old, gone, added, emb is not None, key is None or held is not None)
     files = None
     if plan.compact:  # the whole manifest is written again: every entry, materialised
         files = {k: v for k, v in old.files.items() if k not in gone}
@@ -98,7 +105,30 @@ def apply(
         entries = {**changes.touched, **changed_files}
         new.files_delta, new.files_gone = st.file_delta(old, changes.deleted, entries)
     segments.apply_layout(new, old, plan, files)
-    _write_vectors(index, old, new, plan, need_vectors, report, items)
+    prepared = Prepared(old, new, plan, items, gone, report, need_vectors)
+    if key is not None and not plan.compact:
+        from .vectors import vector_block  # numpy: not on the BM25-only path
+
+        prepared.vectors = vector_block(
+            index.directory, index.root, old, plan, items, emb, key, index.notify, held
+        )
+        new.embedder = key
+        new.unembedded_slots = set(prepared.vectors.missing)  # type: ignore[attr-defined]
+        new.changed()
+    return prepared
+
+
+def write(index: Index, prepared: Prepared, merge: bool = False) -> UpdateReport:
+    """Commit a prepared update: vectors, Whoosh, then state.pkl (see the module docstring).
+
+    merge: merge Whoosh's small segments now (a reindex) rather than only once there are
+    many of them (a reader's inline update, bm25_update).
+    """
+    old, new, plan, items, gone, report = (
+        prepared.old, prepared.new, prepared.plan, prepared.items, prepared.gone, prepared.report
+    )  # fmt: skip
+    need = prepared.need_vectors
+    _write_vectors(index, old, new, plan, need, report, items, prepared.vectors)
     if gone or items:
         # Whoosh's own count of the deleted documents its segments still hold: a merge
         # drops those of the segments it merges.
@@ -106,15 +136,24 @@ def apply(
         new.whoosh_generation, new.bm25_deleted = bm25_update.update(
             index.directory / old.bm25_dir, sorted(gone), items, optimize, merge
         )
-    else:
-        new.whoosh_generation = old.whoosh_generation
-        new.bm25_deleted = old.bm25_deleted
-        if merge:
-            merge_bm25(index, new)
+    elif merge:
+        merge_bm25(index, new)
     st.save(index.state_path, new, compact=plan.compact)
     segments.cleanup(index.directory, new, old)
     report.state = new
     return report
+
+
+def apply(
+    index: Index,
+    old: st.State,
+    changes: st.ScanChanges,
+    stats: dict,
+    need_vectors: bool,
+    merge: bool = False,
+) -> UpdateReport:
+    """Re-index the changed files and drop the deleted ones (prepare, then write)."""
+    return write(index, prepare(index, old, changes, stats, need_vectors), merge)
 
 
 def merge_bm25(index: Index, state: st.State) -> bool:
@@ -126,14 +165,18 @@ def merge_bm25(index: Index, state: st.State) -> bool:
     return True
 
 
-def _write_vectors(index: Index, old, new, plan, need_vectors, report, items):
-    """Write the vectors of plan: kept rows from the old segments, others from cache or embedder."""
-    emb = index.embedder() if need_vectors else None
-    key = index.model_key(emb) if emb is not None else (old.embedder if old else None)
+def _write_vectors(index: Index, old, new, plan, need_vectors, report, items, computed=None):
+    """Write the vectors of plan: kept rows from the old segments, others from cache or
+    embedder (computed: vector_block's result of a prepared update)."""
+    if computed is None:
+        emb = index.embedder() if need_vectors else None
+        key = index.model_key(emb) if emb is not None else (old.embedder if old else None)
+    else:
+        emb, key = None, new.embedder
     if key is None:
         return  # no embedder and no vectors before: BM25 only
     from .vectors import write_vectors  # numpy: not on the BM25-only path
 
     report.embedded, report.matrix = write_vectors(
-        index.directory, index.root, old, new, plan, items, emb, key, index.notify
+        index.directory, index.root, old, new, plan, items, emb, key, index.notify, computed
     )

@@ -199,7 +199,7 @@ def measure(
         hybrid.append(wall)
         rss = max(rss, peak)
         bm25.append(run_measured(retrieve + ["--mode", "bm25"], env)[0])
-    edit, nochange = [], []
+    edit, nochange, written = [], [], []
     target = sorted((root / "memory").glob("*.md"))[1]
     original = target.read_bytes()
     try:
@@ -207,6 +207,9 @@ def measure(
             nochange.append(run_measured(retrieve, env)[0])
             target.write_text(original.decode() + f"\n## Edit {i}\nwebhook secret rotation {i}\n")
             edit.append(run_measured(retrieve, env)[0])
+            # The edit is written after the answer (index/deferred.py): the next no-change
+            # retrieve waits until it is, so that it measures an unchanged wiki.
+            written.append(write_settled(root))
     finally:
         target.write_bytes(original)  # the cached wiki keeps its content
     embed_s = file_embedding_s(root, target.relative_to(root).as_posix(), embed)
@@ -226,6 +229,7 @@ def measure(
         "bm25_s": med(bm25),
         "nochange_s": med(nochange),
         "edit_s": med(edit),
+        "write_after_s": med(written),
         "file_embed_s": embed_s,
         "retrieve_rss_mb": rss,
         "list_s": list_s,
@@ -233,6 +237,15 @@ def measure(
         "load": os.getloadavg()[0],
         **{k: built[k] for k in ("build_s", "build_rss_mb", "cached", "when")},
     }
+
+
+def write_settled(root: Path, timeout: float = 60.0) -> float:
+    """Seconds until no writer holds the wiki's index lock (a deferred write committed)."""
+    from memwiki.lock import FileLock
+
+    started = time.perf_counter()
+    FileLock(root / ".memwiki" / "index.lock", timeout=timeout).acquire().release()
+    return time.perf_counter() - started
 
 
 def interleaved_nochange(rows: list[dict], rounds: int) -> None:
@@ -269,7 +282,7 @@ def print_table(rows: list[dict]) -> None:
     )
     print(
         f"{'files':>6} {'items':>7} {'embed':>5} {'ref ms':>7} {'bm25 ms':>8} {'x ref':>5} "
-        f"{'hybrid ms':>9} {'x ref':>5} {'no-chg ms':>9} {'edit ms':>8} {'file emb':>8} "
+        f"{'hybrid ms':>9} {'x ref':>5} {'no-chg ms':>9} {'edit ms':>8} {'written':>7} {'file emb':>8} "
         f"{'build s':>8} {'list s':>6} {'lint s':>6} {'RSS MB':>6} {'build MB':>8}"
     )
     for r in rows:
@@ -279,7 +292,7 @@ def print_table(rows: list[dict]) -> None:
             f"{r['bm25_s'] * 1000:>8.0f} {r['bm25_s'] / r['reference_s']:>5.2f} "
             f"{r['hybrid_s'] * 1000:>9.0f} {r['hybrid_s'] / r['reference_s']:>5.2f} "
             f"{r['nochange_s'] * 1000:>9.0f} {r['edit_s'] * 1000:>8.0f} "
-            f"{r['file_embed_s'] * 1000:>8.1f} {r['build_s']:>7.1f}{mark} {r['list_s']:>6.2f} "
+            f"{r['write_after_s'] * 1000:>7.0f} {r['file_embed_s'] * 1000:>8.1f} {r['build_s']:>7.1f}{mark} {r['list_s']:>6.2f} "
             f"{r['lint_s']:>6.2f} {r['retrieve_rss_mb']:>6} {r['build_rss_mb']:>8}"
         )
     cached = [r for r in rows if r["cached"]]
