@@ -248,6 +248,25 @@ def test_hook_answers_within_budget_on_a_small_wiki(wiki, run_memwiki, bm25_env)
     assert hook_log(wiki.root) == []
 
 
+def test_hook_answers_an_edit_then_writes_it(wiki, run_memwiki, bm25_env):
+    # The edit is laid over the index for the answer and committed after it, by a child
+    # that holds the writer lock (index/deferred.py).
+    from memwiki.index import manifest as mf
+    from memwiki.lock import FileLock
+
+    seed(wiki)
+    assert run_memwiki("--wiki", wiki.root, "reindex").returncode == 0
+    edited = wiki.root / "skill" / "release-billing-service.md"
+    edited.write_text(edited.read_text() + "\n## Hotfix\n\nRelease a billing hotfix from main.\n")
+    done, _ = hook(run_memwiki, wiki.root, HOOK_INPUT)
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Release a billing hotfix from main." in context
+    FileLock(wiki.root / ".memwiki" / "index.lock", timeout=30).acquire().release()
+    state = mf.load(wiki.root / ".memwiki" / "index" / "state.pkl")
+    assert state.files["skill/release-billing-service.md"].sha256 == mf.file_sha256(edited)
+    assert hook_log(wiki.root) == []
+
+
 def test_hook_without_a_wiki_is_silent_and_creates_nothing(run_memwiki, tmp_path, bm25_env):
     nowhere = tmp_path / "no-wiki"
     done, _ = hook(run_memwiki, nowhere, HOOK_INPUT)

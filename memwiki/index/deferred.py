@@ -159,11 +159,10 @@ def _commit(index: Index, prepared: Prepared) -> None:
 
     state, problem = index.committed_state()
     if problem is None and state is prepared.old:
-        report = writing.write(index, prepared)
-    else:
-        # The embedder of the parent is not used after a fork: BM25 and rows now, vectors
-        # from the next retrieve or reindex.
-        report = index.update_locked(need_vectors=False)
-    index.notify(
-        f"deferred index write: {len(report.indexed)} indexed, {len(report.removed)} removed"
-    )
+        writing.write(index, prepared)
+        return
+    # The embedder of the parent is not used after a fork: BM25 and rows now, vectors
+    # from the next retrieve or reindex. Only this and failures are logged: one line per
+    # edit would grow the log for ever.
+    index.notify("deferred index write: the index changed since the answer; updating it")
+    index.update_locked(need_vectors=False)

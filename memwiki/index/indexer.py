@@ -9,7 +9,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +16,7 @@ from ..errors import StateError
 from . import bm25, writing
 from . import manifest as st
 from .snapshot import Snapshot
+from .writing import UpdateReport
 
 if TYPE_CHECKING:
     from ..embed import Embedder
@@ -37,19 +37,6 @@ class _NotNow(Exception):
 def print_to_stderr(message: str) -> None:
     """Progress and warnings of index work: one `memwiki: ` line on stderr."""
     print(f"memwiki: {message}", file=sys.stderr)
-
-
-@dataclass
-class UpdateReport:
-    """What an index update did."""
-
-    indexed: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    problems: dict[str, str] = field(default_factory=dict)
-    embedded: int = 0
-    full: bool = False
-    state: st.State | None = field(default=None, repr=False)  # the index as it now is
-    matrix: object | None = field(default=None, repr=False)  # its vectors, when just written
 
 
 class Index:
@@ -100,14 +87,11 @@ class Index:
 
     def model_key(self, embedder) -> dict:
         """The {provider, model, dim} vectors of this embedder carry."""
-        return self._model_key(embedder)
+        return {"provider": embedder.provider, "model": embedder.model, "dim": int(embedder.dim)}
 
     def vectors_wanted(self, state: st.State) -> bool:
         """True when a vector search on state would need embedding work first."""
         return self._vectors_wanted(state)
-
-    def _model_key(self, embedder) -> dict:
-        return {"provider": embedder.provider, "model": embedder.model, "dim": int(embedder.dim)}
 
     # ------------------------------------------------------------ reading
 
@@ -349,7 +333,7 @@ class Index:
         if state.vectors_file is None:
             return bool(state.rows) and self.embedder() is not None
         emb = self.embedder()
-        return emb is not None and state.embedder != self._model_key(emb)
+        return emb is not None and state.embedder != self.model_key(emb)
 
     def _snap(self, state, strict: bool = True, stale=False, updated=0) -> Snapshot:
         return Snapshot(

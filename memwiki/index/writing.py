@@ -15,7 +15,7 @@ command sees the mismatch and rebuilds, taking vectors from the old segments.
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import bm25, bm25_update, segments
@@ -23,7 +23,20 @@ from . import manifest as st
 from .reading import read_many, row_of
 
 if TYPE_CHECKING:
-    from .indexer import Index, UpdateReport
+    from .indexer import Index
+
+
+@dataclass
+class UpdateReport:
+    """What an index update did."""
+
+    indexed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    problems: dict[str, str] = field(default_factory=dict)
+    embedded: int = 0
+    full: bool = False
+    state: st.State | None = field(default=None, repr=False)  # the index as it now is
+    matrix: object | None = field(default=None, repr=False)  # its vectors, when just written
 
 
 def _chunk_many(index: Index, rels: list[str], hashes: dict, stats: dict, report: UpdateReport):
@@ -35,8 +48,6 @@ def _chunk_many(index: Index, rels: list[str], hashes: dict, stats: dict, report
 
 def build(index: Index, old: st.State | None, need_vectors: bool) -> UpdateReport:
     """A new index of the whole wiki, beside the old one until the new state is committed."""
-    from .indexer import UpdateReport
-
     report = UpdateReport(full=True)
     stats = st.walk(index.root)
     items, files, projects = _chunk_many(index, sorted(stats), {}, stats, report)
@@ -76,8 +87,6 @@ def prepare(
     index: Index, old: st.State, changes: st.ScanChanges, stats: dict, need_vectors: bool
 ) -> Prepared:
     """Everything an update of the changed and deleted files computes before writing."""
-    from .indexer import UpdateReport
-
     report = UpdateReport()
     items, changed_files, projects = _chunk_many(
         index, changes.changed, changes.hashes, stats, report

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -169,7 +170,10 @@ def retrieve_for(
             deadline=deadline,
             background=True,
             status=status,
+            defer=True,
         )
+        # an edit the answer laid over the index: written once the answer is out
+        status["write_later"] = result.write_later
         return result.to_markdown() if result.results else ""
 
     return retrieve
@@ -225,3 +229,8 @@ def run_hook_process(load_config: Callable[[], Config], started: float | None = 
 
     if any(t.name == VECTOR_THREAD and t.is_alive() for t in threading.enumerate()):
         os._exit(0)
+    write_later = status.get("write_later")
+    if write_later is not None:  # the answer is out: the edit it read is written now
+        # failing open: a write that cannot start is found again by the next command
+        with contextlib.suppress(BaseException):
+            write_later()
