@@ -94,7 +94,11 @@ def write_later(index: Index, prepared: Prepared) -> str:
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
     _reap()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:  # no memory or processes left: the next command writes the edit
+        lock.release()
+        return "none"
     if pid:
         lock.hand_over()  # the child keeps the lock until the write is committed
         _CHILDREN.append(pid)

@@ -51,8 +51,9 @@ class Snapshot:
 
     def open(self, bm25_files: bool = True, vector_file: bool = True) -> Snapshot:
         """Open the Whoosh generation and the vector file now; FileNotFoundError if one is gone."""
-        if self.base is not None:  # a deferred update: the committed index's files
-            self.base.open(bm25_files, vector_file)
+        if self.base is not None:  # a deferred update: the committed index's Whoosh files
+            # (its vectors are mapped already, by writing.prepare)
+            self.base.open(bm25_files, vector_file=False)
             return self
         if (
             vector_file

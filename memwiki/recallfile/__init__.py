@@ -7,6 +7,8 @@ original frontmatter in place), payload (from agents' JSON). The markdown struct
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..markdown import split_frontmatter
 from ..timestamps import now_iso
 from .model import (
@@ -23,8 +25,25 @@ from .model import (
     is_one_line,
 )
 from .parse import MAX_FILE_BYTES, decode, load_frontmatter, parse, read, size_problem, try_read
-from .payload import PAYLOAD_KEYS, from_payload
-from .render import render
+
+if TYPE_CHECKING:
+    from .payload import PAYLOAD_KEYS, from_payload
+    from .render import render
+
+# Imported on first use: the index reads files through parse alone, and a retrieve that
+# finds an edited file would otherwise import the payload and render modules too.
+_LAZY = {"PAYLOAD_KEYS": "payload", "from_payload": "payload", "render": "render"}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "load_frontmatter",
