@@ -71,3 +71,70 @@ def test_a_cjk_query_finds_a_longer_cjk_description(tmp_path):
     # English stemming still works in the same index
     hits = retrieve(wiki, "deploy billing services", mode="bm25", config=c).paths()
     assert hits[0] == "memory/english.md"
+
+
+MIXED = st.text(
+    alphabet=st.sampled_from(list("abcXYZ09_. -\n,'é中文计费かナ한ｦ") + ["\u3040", "\u30ff", "\u2028"]),
+    max_size=80,
+)
+
+
+def tokens(tokenizer, text: str) -> list[tuple]:
+    return [
+        (t.text, t.pos, t.startchar, t.endchar)
+        for t in tokenizer(text, positions=True, chars=True, start_pos=3, start_char=5)
+    ]
+
+
+@given(MIXED)
+def test_the_tokenizer_matches_the_full_pattern_on_any_text(text):
+    # ASCII text goes through a small pattern that must find exactly what the full CJK-aware
+    # pattern finds; other text through the full one (analysis.Tokenizer).
+    from whoosh.analysis import RegexTokenizer
+
+    from memwiki.index.analysis import TOKEN_PATTERN, Tokenizer
+
+    assert tokens(Tokenizer(), text) == tokens(RegexTokenizer(TOKEN_PATTERN), text)
+    ascii_only = text.encode("ascii", "ignore").decode()
+    assert tokens(Tokenizer(), ascii_only) == tokens(RegexTokenizer(TOKEN_PATTERN), ascii_only)
+
+
+@given(st.text(max_size=6))
+def test_is_cjk_is_the_character_class(text):
+    import re
+
+    from memwiki.index.analysis import CJK_CHARS
+
+    assert is_cjk(text) == bool(re.match(f"[{CJK_CHARS}]", text))
+
+
+def test_opening_an_index_compiles_no_cjk_class(tmp_path):
+    # Whoosh pickles the analyzer into its table of contents: the tokenizer in it holds the
+    # small pattern only, and an index written by an older memwiki gets it at its next commit.
+    import pickle
+
+    from whoosh import index as windex
+    from whoosh.analysis import RegexTokenizer
+
+    from memwiki.index import bm25_update
+    from memwiki.index.analysis import TOKEN_PATTERN, Tokenizer
+    from memwiki.index.chunker import Item
+
+    def item(n: int, text: str) -> Item:
+        return Item(f"memory/f{n}.md", "memory", f"f{n}", "d", (), "h", 1, 2, text)
+
+    schema = bm25.schema()
+    old = pickle.loads(pickle.dumps(schema))
+    for name in bm25.FIELD_BOOSTS:  # the schema as memwiki wrote it before Tokenizer
+        old[name].analyzer.items[0] = RegexTokenizer(TOKEN_PATTERN)
+    ix = windex.create_in(str(tmp_path), old, indexname=bm25.INDEX_NAME)
+    writer = ix.writer()
+    writer.add_document(**bm25.doc_fields(item(0, "计费 billing")))
+    writer.commit()
+    before = bm25.search(tmp_path, "计费 billing", 5)
+    assert type(ix.schema["body"].analyzer.items[0]) is RegexTokenizer
+    bm25_update.update(tmp_path, [], [item(1, "billing again")], optimize=False)
+    stored = windex.open_dir(str(tmp_path), indexname=bm25.INDEX_NAME).schema
+    assert type(stored["body"].analyzer.items[0]) is Tokenizer
+    assert TOKEN_PATTERN.encode() not in pickle.dumps(stored)
+    assert [i for i, _ in bm25.search(tmp_path, "计费", 5)] == [i for i, _ in before]

@@ -9,7 +9,6 @@ the same lower-casing, stop list and Porter stemming as before, also in mixed te
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 # Whoosh pickles the schema, analyzers included, into its table of contents: the
@@ -20,14 +19,24 @@ from whoosh.lang.porter import stem
 # Hiragana, katakana (with the prolonged sound mark and the phonetic extensions),
 # CJK unified ideographs with extension A and the compatibility block, Hangul syllables,
 # half-width katakana.
-CJK_CHARS = (
-    "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f"
+CJK_RANGES = (
+    (0x3040, 0x30FF),
+    (0x31F0, 0x31FF),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xF900, 0xFAFF),
+    (0xAC00, 0xD7AF),
+    (0xFF66, 0xFF9F),
 )
+CJK_CHARS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in CJK_RANGES)
 _CJK = f"[{CJK_CHARS}]"
 _WORD = rf"(?:(?!{_CJK})\w)"
 # A CJK run, or a word of any other script (Whoosh's default `\w+(\.?\w+)*`, minus CJK).
 TOKEN_PATTERN = rf"{_CJK}+|{_WORD}+(?:\.?{_WORD}+)*"
-_IS_CJK = re.compile(_CJK)
+# TOKEN_PATTERN on ASCII text, where no character is CJK: Whoosh's default. Its three CJK
+# classes took 9 ms to compile (re builds a 64K-entry map for each), in every process
+# that opened the index or analysed a query; most queries, and English notes, are ASCII.
+ASCII_TOKEN_PATTERN = r"\w+(?:\.?\w+)*"
 
 
 # English function words beyond Whoosh's short default list. Questions put to memory
@@ -46,7 +55,32 @@ EXTRA_STOP_WORDS = frozenset(
 
 def is_cjk(text: str) -> bool:
     """Whether a token is a CJK run (it starts with a CJK character)."""
-    return bool(text) and _IS_CJK.match(text) is not None
+    if not text:
+        return False
+    code = ord(text[0])
+    return code >= 0x3040 and any(lo <= code <= hi for lo, hi in CJK_RANGES)
+
+
+class Tokenizer(RegexTokenizer):
+    """RegexTokenizer(TOKEN_PATTERN)'s tokens: ASCII text through ASCII_TOKEN_PATTERN, which
+    matches the same there; the full pattern compiled on the first text that is not ASCII.
+
+    Pickled into Whoosh's table of contents with the ASCII pattern only, so opening the
+    index compiles nothing large either.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(ASCII_TOKEN_PATTERN)
+
+    def __call__(self, value, **kwargs):
+        if isinstance(value, str) and not value.isascii():
+            return _full_tokenizer()(value, **kwargs)
+        return super().__call__(value, **kwargs)
+
+
+@lru_cache(maxsize=1)
+def _full_tokenizer() -> RegexTokenizer:
+    return RegexTokenizer(TOKEN_PATTERN)
 
 
 class CJKFilter(Filter):
@@ -91,7 +125,7 @@ def _stem(word: str) -> str:
 def analyzer():
     """Tokenise, lower-case, drop stop words, stem words, n-gram CJK: the same at index and query time."""
     return (
-        RegexTokenizer(TOKEN_PATTERN)
+        Tokenizer()
         | LowercaseFilter()
         | StopFilter(stoplist=STOP_WORDS | EXTRA_STOP_WORDS, minsize=1)
         | CJKFilter()

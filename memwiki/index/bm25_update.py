@@ -48,7 +48,7 @@ def update(
     from whoosh import index
 
     ix = index.open_dir(str(directory), indexname=bm25.INDEX_NAME)
-    writer = ix.writer(timeout=30)
+    writer = _writer(ix)
     try:
         for path in removed_paths:
             writer.delete_by_term("path", path)
@@ -69,9 +69,18 @@ def merge(directory: Path) -> tuple[int, int] | None:
     ix = index.open_dir(str(directory), indexname=bm25.INDEX_NAME)
     if not worth_merging(ix):
         return None
-    writer = ix.writer(timeout=30)
+    writer = _writer(ix)
     writer.commit(mergetype=policy(optimize=False, merge=True))
     return ix.latest_generation(), deleted_count(ix)
+
+
+def _writer(ix):
+    """ix's writer, with the schema memwiki writes now: the table of contents it commits
+    carries it, so an index an older memwiki wrote gets analysis.Tokenizer (the same
+    tokens, nothing large to compile when the index is opened) at its next commit."""
+    writer = ix.writer(timeout=30)
+    writer.schema = bm25.schema()
+    return writer
 
 
 def policy(optimize: bool, merge: bool):
