@@ -74,7 +74,9 @@ def test_a_cjk_query_finds_a_longer_cjk_description(tmp_path):
 
 
 MIXED = st.text(
-    alphabet=st.sampled_from(list("abcXYZ09_. -\n,'é中文计费かナ한ｦ") + ["\u3040", "\u30ff", "\u2028"]),
+    alphabet=st.sampled_from(
+        list("abcXYZ09_. -\n,'é中文计费かナ한ｦ") + ["\u3040", "\u30ff", "\u2028"]
+    ),
     max_size=80,
 )
 

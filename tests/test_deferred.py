@@ -287,9 +287,10 @@ def test_the_memory_segment_holds_what_whoosh_writes(tmp_path_factory, texts) ->
             terms = {t.decode() if isinstance(t, bytes) else t for t in reader.lexicon(field)}
             assert terms == {t for f, t in memory._postings if f == field}
             for term in terms:
-                assert memory.memory_blocks(field, term).read() == bm25_postings.blocks(
-                    leaf, field, term
-                ).read()
+                assert (
+                    memory.memory_blocks(field, term).read()
+                    == bm25_postings.blocks(leaf, field, term).read()
+                )
             disk = bm25_postings.length_bytes(leaf, field)
             mine = memory.memory_lengths(field)
             assert (disk or b"").rstrip(b"\0") == (mine or b"").rstrip(b"\0")

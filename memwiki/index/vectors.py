@@ -222,7 +222,7 @@ def vector_block(
     rows = plan.rows
     block = np.zeros((len(rows), key["dim"]), dtype=np.float32)
     copied = sorted(plan.source.items()) if old_matrix is not None else []
-    if copied:
+    if copied and old_matrix is not None:
         # Kept rows are copied in one numpy operation (a compaction runs on every row).
         at = np.asarray([n for n, _ in copied], dtype=np.int64)
         block[at] = old_matrix.physical(np.asarray([s for _, s in copied], dtype=np.int64))

@@ -24,6 +24,7 @@ from .reading import read_many, row_of
 
 if TYPE_CHECKING:
     from .indexer import Index
+    from .vectors import VectorBlock
 
 
 @dataclass
@@ -80,7 +81,7 @@ class Prepared:
     gone: set[str]  # the files whose old documents the update deletes
     report: UpdateReport
     need_vectors: bool
-    vectors: object | None = None  # vectors.VectorBlock, when the index has vectors
+    vectors: VectorBlock | None = None  # when the index has vectors
 
 
 def prepare(
@@ -122,7 +123,7 @@ def prepare(
             index.directory, index.root, old, plan, items, emb, key, index.notify, held
         )
         new.embedder = key
-        new.unembedded_slots = set(prepared.vectors.missing)  # type: ignore[attr-defined]
+        new.unembedded_slots = set(prepared.vectors.missing)
         new.changed()
     return prepared
 

@@ -45,6 +45,7 @@ def __getattr__(name: str):
     globals()[name] = value
     return value
 
+
 __all__ = [
     "load_frontmatter",
     "COPY_RE",

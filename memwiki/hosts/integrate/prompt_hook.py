@@ -172,8 +172,8 @@ def retrieve_for(
             status=status,
             defer=True,
         )
-        # an edit the answer laid over the index: written once the answer is out
-        status["write_later"] = result.write_later
+        if status is not None:  # an edit the answer laid over: written once it is out
+            status["write_later"] = result.write_later
         return result.to_markdown() if result.results else ""
 
     return retrieve
