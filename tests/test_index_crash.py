@@ -131,6 +131,15 @@ def test_concurrent_retrieves_on_a_stale_index_all_succeed_and_agree(tmp_path):
     shutil.copytree(wiki.root, fresh, ignore=shutil.ignore_patterns(".memwiki"))
     expected = retrieve_json(fresh, env)
     assert [p for p, _ in answers[0]] == expected["paths"]
+    # Each answered before the edits were written (index/deferred.py); one of them wrote
+    # them after, the others found the writer lock taken: the index now holds them all.
+    from memwiki.lock import FileLock
+
+    FileLock(wiki.root / ".memwiki" / "index.lock", timeout=60).acquire().release()
+    p = memwiki("--wiki", str(wiki.root), "retrieve", "release staging webhook", "--json", env=env)
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    assert json.loads(out)["index"]["updated_files"] == 0
 
 
 def test_reader_uses_last_index_while_a_writer_holds_the_lock(tmp_path):

@@ -14,7 +14,9 @@ walk is done without one. The search checks announced() between its stages (BM25
 vectors, files) and abandons a snapshot the child has already found stale. It does not
 wait for the rest of the walk (at 50,000 files most of it: a one-file edit is usually
 met long before the end): it indexes the named file at once (early(), a normal locked
-update of that one file) and searches the updated index while the child walks on. The
+update of that one file, or, for a deferring retrieve, that file laid over the index and
+written after the answer: index/deferred.py) and searches the updated index while the
+child walks on. The
 findings, which decide, come after: when they name nothing the early update does not
 hold (covers()), the answer stands; otherwise the rest is indexed from them and the
 search runs once more. So the edit's update and search overlap the walk that a
