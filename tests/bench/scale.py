@@ -240,11 +240,17 @@ def measure(
 
 
 def write_settled(root: Path, timeout: float = 60.0) -> float:
-    """Seconds until no writer holds the wiki's index lock (a deferred write committed)."""
+    """Seconds until no writer holds the wiki's index lock (a deferred write committed),
+    polled every 2 ms (FileLock.acquire backs off to 200 ms steps: too coarse to report)."""
     from memwiki.lock import FileLock
 
+    lock = FileLock(root / ".memwiki" / "index.lock")
     started = time.perf_counter()
-    FileLock(root / ".memwiki" / "index.lock", timeout=timeout).acquire().release()
+    while not lock.try_acquire():
+        if time.perf_counter() - started > timeout:
+            raise TimeoutError(f"{root}: the index lock was held for over {timeout:.0f} s")
+        time.sleep(0.002)
+    lock.release()
     return time.perf_counter() - started
 
 
