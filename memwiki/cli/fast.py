@@ -98,10 +98,10 @@ def run_retrieve(
         sys.stdout.write("".join(f"{p}\n" for p in result.paths()))
     else:
         sys.stdout.write(result.to_markdown())
+    if result.write_later is not None:  # the edit the answer read, written now it is out
+        result.write_later()  # (by the background reindex while a vector thread still runs)
     if deadline is not None:
         _leave_if_vectors_still_running()
-    if result.write_later is not None:  # the edit the answer read, written now it is out
-        result.write_later()
 
 
 def _leave_if_vectors_still_running() -> None:

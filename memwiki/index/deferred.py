@@ -17,9 +17,9 @@ manifest, or has vector work beyond its own files, is written first as before. T
 write is a fork of the answering process (Linux, one thread: nothing to re-import or
 re-load); the child takes over the lock the parent took, so from the moment the answer
 is out until the write is committed every other writer waits for it. The caller should
-leave at once (the CLI calls os._exit): every page it writes after the fork is copied. Where it cannot fork, one background reindex does the work.
-A child killed half-way is an update killed half-way (writing.py): the next command
-finds the edit again.
+leave at once (the CLI calls os._exit): every page it writes after the fork is copied.
+Where it cannot fork, one background reindex does the work. A child killed half-way is
+an update killed half-way (writing.py): the next command finds the edit again.
 """
 
 from __future__ import annotations

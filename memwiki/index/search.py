@@ -137,6 +137,7 @@ def retrieve(
 
         check_slug(track, "track")
     index = index or Index(wiki, config, notify=notify)
+    index.defer_writes = False
     if defer:
         from . import deferred
 

@@ -225,12 +225,13 @@ def run_hook_process(load_config: Callable[[], Config], started: float | None = 
             pass
         sys.stderr.flush()
         os._exit(0)
+    write_later = status.get("write_later")
+    if write_later is not None:  # the answer is out: the edit it read is written now (by
+        # the background reindex while a vector thread still runs); failing open: a write
+        # that cannot start is found again by the next command
+        with contextlib.suppress(BaseException):
+            write_later()
     from ...index.progressive import VECTOR_THREAD
 
     if any(t.name == VECTOR_THREAD and t.is_alive() for t in threading.enumerate()):
         os._exit(0)
-    write_later = status.get("write_later")
-    if write_later is not None:  # the answer is out: the edit it read is written now
-        # failing open: a write that cannot start is found again by the next command
-        with contextlib.suppress(BaseException):
-            write_later()
