@@ -56,7 +56,7 @@ class Index:
         self._embedder_lock = threading.Lock()
         self._loaded: tuple[tuple, st.State] | None = None
         # A few edited files are laid over the committed index and written after the
-        # answer (index/deferred.py); the caller then calls deferred.write_later.
+        # answer (index/deferred.py): retrieve(defer=True) sets it, its result writes them.
         self.defer_writes = False
 
     # ------------------------------------------------------------ embedder
