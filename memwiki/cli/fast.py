@@ -76,6 +76,9 @@ def run_retrieve(
 
         deadline = process_started() + deadline_ms / 1000
     config = load({"wiki": wiki_path})
+    from ..index import earlyscan
+
+    earlyscan.start(config.wiki_path)  # a large wiki's scan, before the rest is imported
     wiki = Wiki.open(config.wiki_path, config)
     mapping = parse_map(config.projects)
     preferred = scope(project, cwd or os.getcwd(), mapping, config.home, wiki.root)

@@ -71,6 +71,16 @@ class PendingScan:
         self.hint: str | None = None  # the changed file the child named first
         self.applied = False  # the hinted file is indexed in the snapshot holding this scan
 
+    @classmethod
+    def early(cls, pid: int, fd: int) -> PendingScan:
+        """A scan forked before its state was read (index/earlyscan.py): start() gives it
+        the state and the arguments when it takes it."""
+        return cls(pid, fd, None, None)  # type: ignore[arg-type]
+
+    def read_exactly(self, n: int, timeout: float = CHILD_TIMEOUT_S) -> bytes | None:
+        """The next n bytes from the child (waiting at most timeout seconds), or None."""
+        return self._read_exactly(n, timeout)
+
     def announced(self) -> bool:
         """True once the child has found a change (or died): the snapshot is stale. Never waits."""
         if self._head is None:
@@ -93,9 +103,9 @@ class PendingScan:
         path = self._read_exactly(_LENGTH.unpack(head)[0])
         return None if path is None else os.fsdecode(path)
 
-    def _read_exactly(self, n: int) -> bytes | None:
+    def _read_exactly(self, n: int, timeout: float = CHILD_TIMEOUT_S) -> bytes | None:
         data = b""
-        until = time.monotonic() + CHILD_TIMEOUT_S
+        until = time.monotonic() + timeout
         while len(data) < n and (left := until - time.monotonic()) > 0:
             ready, _, _ = select.select([self.fd], [], [], left)
             chunk = os.read(self.fd, n - len(data)) if ready else b""
@@ -150,12 +160,25 @@ class PendingScan:
             os.waitpid(self.pid, 0)
 
 
-def start(root: Path, state: st.State, args: SnapshotArgs) -> PendingScan | None:
-    """Fork a child scanning root against state, or None when a scan in-process is better."""
+def start(
+    root: Path, state: st.State, args: SnapshotArgs, signature: tuple | None = None
+) -> PendingScan | None:
+    """Fork a child scanning root against state, or None when a scan in-process is better.
+
+    signature: state.pkl's (inode, mtime_ns, size) when state was read; a child the
+    retrieve started before its imports (index/earlyscan.py) that read the same file is
+    taken instead of forking another.
+    """
     if sys.platform != "linux" or not hasattr(os, "fork"):
         return None
     if len(state.files) < SPECULATE_MIN_FILES:
         return None
+    from .earlyscan import take
+
+    early = take(root, signature)
+    if early is not None:
+        early.state, early.args = state, args
+        return early
     import hashlib  # noqa: F401 - before the fork: the child hashes racy files
 
     try:
@@ -172,25 +195,7 @@ def start(root: Path, state: st.State, args: SnapshotArgs) -> PendingScan | None
         code = 1
         try:
             os.close(r)
-            told = []
-
-            def tell(rel: str) -> None:
-                path = os.fsencode(rel)
-                # one write into an empty pipe, far below its 64 KiB: never blocks, never split
-                os.write(w, CHANGED + _LENGTH.pack(len(path)) + path)
-                told.append(True)
-
-            changes, stats = st.scan(root, state, on_change=tell)
-            if not told:
-                os.write(w, NO_HINT)
-            wanted = set(changes.changed) | set(changes.touched)
-            data = pickle.dumps(
-                (changes, {rel: stats[rel] for rel in wanted if rel in stats}),
-                protocol=pickle.HIGHEST_PROTOCOL,
-            )
-            view = memoryview(data)
-            while view:
-                view = view[os.write(w, view) :]
+            scan_in_child(w, root, state)
             code = 0
         except BaseException:
             pass
@@ -200,9 +205,36 @@ def start(root: Path, state: st.State, args: SnapshotArgs) -> PendingScan | None
     return PendingScan(pid, r, state, args)
 
 
-def speculate(snap: Snapshot, args: SnapshotArgs, need_vectors: bool) -> Snapshot | None:
-    """snap opened with a scan of its wiki running beside it, or None (scan in-process)."""
-    pending = start(snap.root, snap.state, args)
+def scan_in_child(w: int, root: Path, state: st.State) -> None:
+    """The child's part: the scan, its first word as soon as it meets a change, the findings."""
+    told = []
+
+    def tell(rel: str) -> None:
+        path = os.fsencode(rel)
+        # one write into an empty pipe, far below its 64 KiB: never blocks, never split
+        os.write(w, CHANGED + _LENGTH.pack(len(path)) + path)
+        told.append(True)
+
+    changes, stats = st.scan(root, state, on_change=tell)
+    if not told:
+        os.write(w, NO_HINT)
+    wanted = set(changes.changed) | set(changes.touched)
+    data = pickle.dumps(
+        (changes, {rel: stats[rel] for rel in wanted if rel in stats}),
+        protocol=pickle.HIGHEST_PROTOCOL,
+    )
+    view = memoryview(data)
+    while view:
+        view = view[os.write(w, view) :]
+
+
+def speculate(
+    snap: Snapshot, args: SnapshotArgs, need_vectors: bool, signature: tuple | None = None
+) -> Snapshot | None:
+    """snap opened with a scan of its wiki running beside it, or None (scan in-process).
+
+    signature: state.pkl's when snap.state was read (see start)."""
+    pending = start(snap.root, snap.state, args, signature)
     if pending is None:
         return None
     try:

@@ -253,9 +253,14 @@ class Index:
                 from .forkscan import speculate as scan_beside
 
                 args = (need_vectors, inline_limit, deadline, status)
-                snap = scan_beside(self._snap(state, strict=strict), args, need_vectors)
+                read = self._loaded[0] if self._loaded and self._loaded[1] is state else None
+                snap = scan_beside(self._snap(state, strict=strict), args, need_vectors, read)
                 if snap is not None:
                     return snap
+            if speculate and not pre:  # scanned here: a scan the CLI started is not needed
+                from .earlyscan import take
+
+                take(self.root, None)
             changes, stats = pre[1:] if pre and pre[0] is state else st.scan(self.root, state)
             scanned = (state, changes, stats)
             if inline_limit is not None and embed:
