@@ -79,6 +79,14 @@ def settle(wiki: Wiki) -> None:
     FileLock(wiki.sidecar / "index.lock", timeout=30).acquire().release()
 
 
+def edited(tmp_path: Path, rel: str, text: str):
+    """A small indexed wiki, then one file edited and a deferring retrieve: (wiki, result)."""
+    wiki = make(tmp_path)
+    index_of(wiki).update()
+    write(wiki.root, rel, text)
+    return wiki, run(wiki, defer=True)
+
+
 EDITS = ["append", "rewrite", "rename", "tags", "delete", "add", "broken", "empty"]
 
 
@@ -155,10 +163,7 @@ def test_the_child_holds_the_writer_lock_until_the_write_is_committed(tmp_path) 
 
 
 def test_a_writer_killed_half_way_loses_nothing(tmp_path) -> None:
-    wiki = make(tmp_path)
-    index_of(wiki).update()
-    write(wiki.root, "memory/note-4.md", "zebracorn kill edit")
-    result = run(wiki, defer=True)
+    wiki, result = edited(tmp_path, "memory/note-4.md", "zebracorn kill edit")
     assert result.write_later() == "forked"
     os.kill(deferred._CHILDREN[-1], signal.SIGKILL)
     deferred.wait_for_writes()
@@ -170,10 +175,7 @@ def test_a_writer_killed_half_way_loses_nothing(tmp_path) -> None:
 
 
 def test_another_writer_at_work_gets_the_edit_from_the_next_command(tmp_path) -> None:
-    wiki = make(tmp_path)
-    index_of(wiki).update()
-    write(wiki.root, "memory/note-5.md", "zebracorn busy edit")
-    result = run(wiki, defer=True)
+    wiki, result = edited(tmp_path, "memory/note-5.md", "zebracorn busy edit")
     lock = FileLock(wiki.sidecar / "index.lock")
     assert lock.try_acquire()
     try:
@@ -186,10 +188,7 @@ def test_another_writer_at_work_gets_the_edit_from_the_next_command(tmp_path) ->
 
 
 def test_a_commit_between_the_answer_and_the_write_is_kept(tmp_path) -> None:
-    wiki = make(tmp_path)
-    index_of(wiki).update()
-    write(wiki.root, "memory/note-6.md", "zebracorn first edit")
-    result = run(wiki, defer=True)
+    wiki, result = edited(tmp_path, "memory/note-6.md", "zebracorn first edit")
     write(wiki.root, "memory/note-7.md", "zebracorn second edit")
     index_of(wiki).update()  # another writer commits both edits meanwhile
     assert result.write_later() == "forked"
@@ -212,10 +211,7 @@ def test_many_edited_files_are_written_before_the_answer(tmp_path) -> None:
 
 
 def test_a_threaded_caller_leaves_the_write_to_the_background_build(tmp_path) -> None:
-    wiki = make(tmp_path)
-    index_of(wiki).update()
-    write(wiki.root, "memory/note-8.md", "zebracorn thread edit")
-    result = run(wiki, defer=True)
+    wiki, result = edited(tmp_path, "memory/note-8.md", "zebracorn thread edit")
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()
@@ -252,10 +248,7 @@ def reap_finished_children() -> None:
 
 def test_the_forked_scan_of_a_large_wiki_defers_too(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(forkscan, "SPECULATE_MIN_FILES", 1)
-    wiki = make(tmp_path)
-    index_of(wiki).update()
-    write(wiki.root, "memory/note-9.md", "zebracorn speculative edit")
-    result = run(wiki, defer=True)
+    wiki, result = edited(tmp_path, "memory/note-9.md", "zebracorn speculative edit")
     assert result.write_later is not None
     expected = answer(run(twin(wiki, tmp_path / "twin")))
     assert answer(result) == expected

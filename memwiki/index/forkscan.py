@@ -77,10 +77,6 @@ class PendingScan:
         the state and the arguments when it takes it."""
         return cls(pid, fd, None, None)  # type: ignore[arg-type]
 
-    def read_exactly(self, n: int, timeout: float = CHILD_TIMEOUT_S) -> bytes | None:
-        """The next n bytes from the child (waiting at most timeout seconds), or None."""
-        return self._read_exactly(n, timeout)
-
     def announced(self) -> bool:
         """True once the child has found a change (or died): the snapshot is stale. Never waits."""
         if self._head is None:
@@ -97,13 +93,14 @@ class PendingScan:
 
     def _read_hint(self) -> str | None:
         """The path after CHANGED: one write of the child's, so in the pipe already."""
-        head = self._read_exactly(_LENGTH.size)
+        head = self.read_exactly(_LENGTH.size)
         if head is None:
             return None
-        path = self._read_exactly(_LENGTH.unpack(head)[0])
+        path = self.read_exactly(_LENGTH.unpack(head)[0])
         return None if path is None else os.fsdecode(path)
 
-    def _read_exactly(self, n: int, timeout: float = CHILD_TIMEOUT_S) -> bytes | None:
+    def read_exactly(self, n: int, timeout: float = CHILD_TIMEOUT_S) -> bytes | None:
+        """The next n bytes from the child (waiting at most timeout seconds), or None."""
         data = b""
         until = time.monotonic() + timeout
         while len(data) < n and (left := until - time.monotonic()) > 0:
