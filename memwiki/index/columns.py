@@ -12,8 +12,6 @@ each column lies), and a row or file entry is built only when it is asked for:
 - rows, by physical slot: the index of the row's group (the per-file fields every row of
   a file shares: path, track, name, description, tags, projects), its heading, line
   range and text sha256;
-- the few files modified last (by mtime, newest first), which the freshness scan's child
-  stats before its walk: the file just edited is most often one edited shortly before;
 - two hash indexes, sorted 64-bit keys with their slots: item id -> slot (a BM25 hit
   names its item by id) and text sha256 -> slot (a writer reuses the vector of text the
   index already holds). A key only narrows the search: the decoded row is checked.
@@ -23,7 +21,6 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import heapq
 import marshal
 import pickle
 import sys
@@ -34,9 +31,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .manifest import FileEntry, Row
-
-#: Files a base lists as modified last (Base.recent).
-RECENT = 16
 
 
 def id_key(item_id: str) -> int:
@@ -105,7 +99,6 @@ class Base:
         self.fslot_off = array("Q", [0])  # file i's slots: fslots[fslot_off[i]:fslot_off[i+1]]
         self.fslots = array("Q")
         self.ok_files = 0  # files without a problem
-        self.recent: list[int] = []  # the files modified last, newest first (RECENT at most)
         self.groups = Records()  # (path, track, name, description, tags, projects)
         self.rgroup = array("Q")
         self.rstart = array("q")
@@ -135,7 +128,7 @@ class Base:
                 offset += len(data) + pad
         header = pickle.dumps(
             {"rels": self.rels, "ok_files": self.ok_files, "sections": sections,
-             "byteorder": sys.byteorder, "recent": self.recent},
+             "byteorder": sys.byteorder},
             protocol=pickle.HIGHEST_PROTOCOL,
         )  # fmt: skip
         start = len(MAGIC) + 8 + len(header)
@@ -168,7 +161,6 @@ class Base:
             raise ValueError("written on a machine of another byte order")
         base = cls()
         base.rels, base.ok_files = header["rels"], header["ok_files"]
-        base.recent = header.get("recent", [])  # absent from bases written before it
         columns = {}
         for name, (offset, length, code) in header["sections"].items():
             if start + offset + length > size:
@@ -213,7 +205,6 @@ class Base:
         entries = [files[rel] for rel in base.rels]
         base.size = array("q", [e.size for e in entries])
         base.mtime = array("q", [e.mtime_ns for e in entries])
-        base.recent = heapq.nlargest(RECENT, range(len(entries)), key=base.mtime.__getitem__)
         base.fsha = b"".join(_sha_bytes(e.sha256) for e in entries)
         base.frec = Records.of((e.problem, e.meta) for e in entries)
         base.ok_files = sum(1 for e in entries if e.problem is None)

@@ -35,14 +35,16 @@ import contextlib
 import os
 import pickle
 import select
+import stat
 import struct
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..fsutil import file_sha256
+from ..layout import RACY_NS
 from . import manifest as st
-from .pathscan import recent_change, scan_paths
 
 if TYPE_CHECKING:
     from .indexer import Index
@@ -210,10 +212,7 @@ def scan_in_child(w: int, root: Path, state: st.State) -> None:
         os.write(w, CHANGED + _LENGTH.pack(len(path)) + path)
         told.append(True)
 
-    hint = recent_change(root, state)
-    if hint is not None:  # told before the walk: the parent need not search the stale index
-        tell(hint)
-    changes, stats = st.scan(root, state, on_change=None if told else tell)
+    changes, stats = st.scan(root, state, on_change=tell)
     if not told:
         os.write(w, NO_HINT)
     wanted = set(changes.changed) | set(changes.touched)
@@ -280,6 +279,53 @@ def early(index: Index, snap: Snapshot) -> Snapshot | None:
     pending.applied = True
     fresh.pending_scan = pending
     return fresh
+
+
+def scan_paths(
+    root: Path, state: st.State, rels: list[str]
+) -> tuple[st.ScanChanges, dict[str, st.Stat]]:
+    """manifest.scan for these files only: stat each as the walk does, hash those that differ."""
+    changes = st.ScanChanges()
+    stats: dict[str, st.Stat] = {}
+    racy_before = state.written_ns - RACY_NS
+    files = state.files
+    for rel in rels:
+        found = _stat_as_walked(root, rel)
+        entry = files.get(rel)
+        if found is None:
+            if entry is not None:
+                changes.deleted.append(rel)
+            continue
+        stats[rel] = found
+        if entry is not None and (entry.size, entry.mtime_ns) == found and found[1] < racy_before:
+            continue
+        try:
+            sha = file_sha256(root / rel)
+        except OSError:
+            continue
+        if entry is not None and entry.sha256 == sha:
+            if (entry.size, entry.mtime_ns) != found:
+                changes.touched[rel] = st.FileEntry(*found, sha, entry.problem, entry.meta)
+            continue
+        changes.changed.append(rel)
+        changes.hashes[rel] = sha
+    return changes, stats
+
+
+def _stat_as_walked(root: Path, rel: str) -> st.Stat | None:
+    """(size, mtime_ns) of a file as manifest.walk would list it, or None when it would not."""
+    path = os.path.join(root, rel)
+    try:
+        info = os.lstat(path)
+        if stat.S_ISLNK(info.st_mode):
+            if not os.path.realpath(path).startswith(os.path.realpath(root) + os.sep):
+                return None  # a link leading outside the wiki is never followed
+            info = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode) or not rel.endswith(".md"):
+        return None
+    return info.st_size, info.st_mtime_ns
 
 
 def covers(state: st.State, hint: str | None, changes: st.ScanChanges, stats: dict) -> bool:

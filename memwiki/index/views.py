@@ -10,7 +10,6 @@ only for the rows of the files it changes (`slots_of`).
 from __future__ import annotations
 
 import bisect
-import heapq
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -195,20 +194,6 @@ class FileView(Mapping):
                 if rel not in self.gone and rel not in self.delta:
                     yield rel
         yield from self.delta
-
-    def recent(self, k: int) -> list[str]:
-        """Up to k files, the ones modified last first (the changes since the base, then the
-        base's own list): where a freshness scan looks first for an edit."""
-        out = heapq.nlargest(k, self.delta, key=lambda rel: self.delta[rel].mtime_ns)
-        if self.base is not None:
-            rels = self.base.rels
-            for i in self.base.recent:
-                if len(out) >= k:
-                    break
-                rel = rels[i] if 0 <= i < len(rels) else None
-                if rel is not None and rel not in self.gone and rel not in self.delta:
-                    out.append(rel)
-        return out
 
     def stats(self) -> dict[str, tuple[int, int]]:
         """path -> (size, mtime_ns) of every file (what walk() returns for an unchanged wiki)."""
