@@ -117,6 +117,19 @@ def vec_scores(q):
         return np.maximum(q["cos"], q[VEC[4:]])
     if VEC.startswith("mean:"):
         return (q["cos"] + q[VEC[5:]]) / 2
+    if VEC.startswith("zw"):  # "zw0.5:cos:MODEL": as z:, MODEL's z-score weighted 0.5
+        wt, key = VEC[2:].split(":", 1)
+        a, b, wt = q["cos"], q[key], float(wt)
+        z = (a - a.mean()) / (a.std() + 1e-9) + wt * (b - b.mean()) / (b.std() + 1e-9)
+        return a.mean() + a.std() * z / (1 + wt)
+    if VEC.startswith("zz:"):  # "zz:KEY1|KEY2": MiniLM and several models, z-scores summed
+        a = q["cos"]
+        z = (a - a.mean()) / (a.std() + 1e-9)
+        keys = VEC[3:].split("|")
+        for key in keys:
+            b = q[key]
+            z = z + (b - b.mean()) / (b.std() + 1e-9)
+        return a.mean() + a.std() * z / (1 + len(keys))
     if VEC.startswith("z:"):  # two models, each standardised over the items, mapped back
         a, b = q["cos"], q[VEC[2:]]
         z = (a - a.mean()) / (a.std() + 1e-9) + (b - b.mean()) / (b.std() + 1e-9)

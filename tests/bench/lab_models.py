@@ -175,8 +175,69 @@ def _both():
     return (lambda t: (a_docs(t), b_docs(t))), (lambda t: (a_q(t), b_q(t)))
 
 
+class StaticTokens:
+    """A static token-embedding model (wordllama): token vectors averaged, in numpy.
+
+    As wordllama 0.4's WordLlamaInference.embed: the tokenizer file as shipped, no special
+    tokens, no truncation, a plain mean over the tokens (no weighting); here the mean is
+    L2-normalised so a dot product is wordllama's cosine (its `similarity`/`rank`).
+    """
+
+    def __init__(self, weights: Path, tokenizer: Path, dim: int | None = None):
+        import numpy as np
+        from tokenizers import Tokenizer
+
+        raw = weights.read_bytes()
+        (n,) = struct.unpack("<Q", raw[:8])
+        meta = json.loads(raw[8 : 8 + n])["embedding.weight"]
+        assert meta["dtype"] == "F16", meta
+        a, b = meta["data_offsets"]
+        e = np.frombuffer(raw[8 + n + a : 8 + n + b], dtype=np.float16).reshape(meta["shape"])
+        self.e = np.ascontiguousarray(e[:, :dim] if dim else e, dtype=np.float32)
+        self.tok = Tokenizer.from_file(str(tokenizer))
+        self.tok.no_padding()
+        self.tok.no_truncation()
+        self.np = np
+
+    def embed(self, texts):
+        np = self.np
+        out = np.zeros((len(texts), self.e.shape[1]), np.float32)
+        encs = self.tok.encode_batch(list(texts), add_special_tokens=False)
+        for i, enc in enumerate(encs):
+            ids = np.clip(np.asarray(enc.ids, dtype=np.int64), 0, len(self.e) - 1)
+            if len(ids):
+                out[i] = self.e[ids].mean(0)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.maximum(norms, 1e-12)
+
+
+WORDLLAMA_HOME = Path(os.environ.get("MEMWIKI_LAB_WORDLLAMA", "/tmp/wl/x/wordllama"))
+
+
+def _wordllama(dim=None):
+    def make():
+        m = StaticTokens(
+            WORDLLAMA_HOME / "weights/l2_supercat_256.safetensors",
+            WORDLLAMA_HOME / "tokenizers/l2_supercat_tokenizer_config.json",
+            dim,
+        )
+        return m.embed, m.embed
+
+    return make
+
+
+def _minilm_wordllama():
+    # Cold-start cost of MiniLM + wordllama side by side (q["z:cos:wordllama"] in lab.py).
+    a_docs, a_q = _minilm_int8()
+    b_docs, b_q = _wordllama()()
+    return (lambda t: (a_docs(t), b_docs(t))), (lambda t: (a_q(t), b_q(t)))
+
+
 MODELS = {
     "minilm-int8": _minilm_int8,
+    "wordllama": _wordllama(),
+    "wordllama-64": _wordllama(64),
+    "minilm+wordllama": _minilm_wordllama,
     "minilm-fp32": _minilm_fp32,
     "e5-small-q4": _e5("original"),
     "minilm+e5": _both,
