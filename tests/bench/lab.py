@@ -9,6 +9,7 @@ Tune on LoCoMo dev and agentwiki; never on LoCoMo test.
 
 from __future__ import annotations
 
+import os
 import pickle
 import shutil
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-LAB = Path("/tmp/memwiki-lab")
+LAB = Path(os.environ.get("MEMWIKI_LAB", "/tmp/memwiki-lab"))
 
 
 def gather_wiki(name: str, root: Path, queries) -> dict:

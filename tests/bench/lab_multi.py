@@ -624,6 +624,89 @@ def _ensemble_cos(qo):
     return (ma + sa * ((a - ma) / sa + (b - mb) / sb) / 2).astype(np.float32)
 
 
+def _zsum_cos(qo, key, alpha=1.0):
+    """MiniLM's cosines + alpha x another model's (lab cands.pkl key), each z-scored over
+    the items, mapped back onto MiniLM's scale (what vector_search does for e5)."""
+    import numpy as np
+
+    a = np.asarray(qo["cos"], dtype=np.float64)
+    b = np.asarray(qo[key], dtype=np.float64)
+    (ma, sa), (mb, sb) = (a.mean(), a.std() + 1e-9), (b.mean(), b.std() + 1e-9)
+    return (ma + sa * ((a - ma) / sa + alpha * (b - mb) / sb) / (1 + alpha)).astype(np.float32)
+
+
+def ens(args) -> None:
+    """Another model's cosines (lab cands.pkl, e.g. cos:use-m3) alone and beside MiniLM's
+    (z-scores summed), through the shipped fusion at several caps and the shipped feedback.
+
+    lab_multi.py ens DIR KEY: rows as `score` prints them, then agentwiki's per-query
+    changes against the shipped pipeline for each ensemble row."""
+    from memwiki.index import feedback, search
+
+    sets = load(args[:1])
+    key = args[1]
+    old = _lab_views()
+    for name, ws in sets.items():
+        for w, wo in zip(ws, old[name], strict=True):
+            assert w["paths"] == wo["paths"], name
+            for q, qo in zip(w["queries"], wo["queries"], strict=True):
+                assert q["query"] == qo["query"]
+                q["_alone"] = _vec_list(qo[key])
+                q["_z"] = _vec_list(_zsum_cos(qo, key))
+                q["_z.5"] = _vec_list(_zsum_cos(qo, key, 0.5))
+            attach_snap(w)
+
+    def run(which, most, fb=True):
+        def fn(w, q):
+            c = q.setdefault("_c", {})
+            k = (which, most, fb)
+            if k not in c:
+                fused = search.fuse(q["bm25"], q[which], q["coverage"], most=most)
+                items = feedback.expand(w["_snap"], fused, q["query"], None, 100) if fb else fused
+                c[k] = rollup_max(w, items)
+            return c[k]
+
+        return fn
+
+    print(
+        f"{'variant':<40} {'LoCoMo dev':<11} | {'agentwiki':<11} | {'half 0':<11} {'half 1':<11} | "
+        + " ".join(f"{k[:9]:<9}" for k in KINDS)
+    )
+    rows = [("shipped (MiniLM, 1.5, feedback)", shipped)]
+    rows.append(("MiniLM 1.5, no feedback", lambda w, q: rollup_max(w, q["fused"])))
+    rows.append(("vectors alone: " + key, lambda w, q: rollup_max(w, dict(q["_alone"]))))
+    rows.append(("vectors alone: z-sum", lambda w, q: rollup_max(w, dict(q["_z"]))))
+    for most in (1.5, 2.0, 3.0):
+        rows.append((f"{key} alone, {most}, feedback", run("_alone", most)))
+    for most in (1.5, 2.0, 2.5, 3.0, 4.0):
+        rows.append((f"z-sum {most}, feedback", run("_z", most)))
+    for most in (2.0, 3.0):
+        rows.append((f"z-sum {most}, no feedback", run("_z", most, False)))
+        rows.append((f"z 0.5x {most}, feedback", run("_z.5", most)))
+    for label, fn in rows:
+        row(label, sets, fn)
+    for label, fn in rows[4:]:
+        if "alone" in label:
+            continue
+        for name in ("agentwiki", "locomo-dev"):
+            changes = []
+            ga = la = gl = ll = 0
+            for w in sets[name]:
+                for j, q in enumerate(w["queries"]):
+                    rel = set(q["relevant"])
+                    s0 = set(ranked(shipped(w, q))[:5])
+                    s1 = set(ranked(fn(w, q))[:5])
+                    a0, a1, l0, l1 = bool(rel & s0), bool(rel & s1), rel <= s0, rel <= s1
+                    ga += a1 > a0
+                    la += a0 > a1
+                    gl += l1 > l0
+                    ll += l0 > l1
+                    if (a0, l0) != (a1, l1):
+                        changes.append(f"a{j + 1:03d}{'+' if (a1, l1) > (a0, l0) else '-'}")
+            extra = " ".join(changes) if name == "agentwiki" else ""
+            print(f"{label:<28} {name}: any +{ga} -{la}, all +{gl} -{ll} {extra}")
+
+
 def oracle(args) -> None:
     """agentwiki's ceiling over vector weights x feedback, for MiniLM and the ensemble, and
     the ensemble with the shipped fusion (weight up to 3.0) and feedback."""
@@ -859,6 +942,6 @@ def whole_files(gamma, how="bm25", pool=0):
 
 if __name__ == "__main__":
     cmd = sys.argv[1] if len(sys.argv) > 1 else "hard"
-    {"gather": gather, "hard": hard, "score": score, "oracle": oracle, "views": views}[cmd](
-        sys.argv[2:]
-    )
+    {"gather": gather, "hard": hard, "score": score, "oracle": oracle, "views": views, "ens": ens}[
+        cmd
+    ](sys.argv[2:])
