@@ -206,7 +206,7 @@ def measure(
     target = sorted((root / "memory").glob("*.md"))[1]
     original = target.read_bytes()
     try:
-        for i in range(max(runs, PAIR_ROUNDS)):  # a difference of medians: more rounds
+        for i in range(max(runs, PAIR_ROUNDS)):  # differences: more rounds
             nochange.append(run_measured(retrieve, env)[0])
             target.write_text(original.decode() + f"\n## Edit {i}\nwebhook secret rotation {i}\n")
             edit.append(run_measured(retrieve, env)[0])
