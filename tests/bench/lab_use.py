@@ -18,35 +18,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import lab  # noqa: E402
 
-_vec_scores = lab.vec_scores
-
-
-def vec_scores(q):
-    """lab.py's VEC, plus zALPHA:KEY: MiniLM's z-scores + ALPHA x KEY's, mapped back."""
-    if lab.VEC.startswith("zw"):
-        head, key = lab.VEC[2:].split(":", 1)
-        alpha = float(head)
-        a, b = q["cos"], q[key]
-        z = (a - a.mean()) / (a.std() + 1e-9) + alpha * (b - b.mean()) / (b.std() + 1e-9)
-        return a.mean() + a.std() * z / (1 + alpha)
-    return _vec_scores(q)
-
-
-lab.vec_scores = vec_scores
-
 
 def row(sets, fuse):
-    aw = sets["agentwiki"][0]
-    pos = {id(q): n for n, q in enumerate(aw["queries"])}
-    la, lal, _ = lab.metrics(sets["locomo-dev"], fuse)
-    aa, aal, _ = lab.metrics([aw], fuse)
-    h0 = lab.metrics([aw], fuse, lambda q: pos[id(q)] % 2 == 0)
-    h1 = lab.metrics([aw], fuse, lambda q: pos[id(q)] % 2 == 1)
-    par = lab.metrics([aw], fuse, lambda q: q["kind"] == "paraphrase")[0]
-    ide = lab.metrics([aw], fuse, lambda q: q["kind"] == "identifier")[0]
+    r = lab.summary(sets, fuse)
     return (
-        f"{la:.3f} / {lal:.3f} | {aa:.3f} / {aal:.3f} | {h0[0]:.3f} / {h0[1]:.3f} | "
-        f"{h1[0]:.3f} / {h1[1]:.3f} | {par:.3f} | {ide:.3f}"
+        f"{r['locomo'][0]:.3f} / {r['locomo'][1]:.3f} | {r['agentwiki'][0]:.3f} / "
+        f"{r['agentwiki'][1]:.3f} | {r['half0'][0]:.3f} / {r['half0'][1]:.3f} | "
+        f"{r['half1'][0]:.3f} / {r['half1'][1]:.3f} | {r['paraphrase'][0]:.3f} | "
+        f"{r['identifier'][0]:.3f}"
     )
 
 

@@ -102,15 +102,11 @@ def per_query(sets, fuse, vec):
 
 def row(sets, vec, fuse):
     lab.VEC = vec
-    aw = sets["agentwiki"][0]
-    pos = {id(q): n for n, q in enumerate(aw["queries"])}
-    la, lal, _ = lab.metrics(sets["locomo-dev"], fuse)
-    aa, aal, _ = lab.metrics([aw], fuse)
-    para = lab.metrics([aw], fuse, lambda q: q["kind"] == "paraphrase")
-    ident = lab.metrics([aw], fuse, lambda q: q["kind"] == "identifier")
-    h0 = lab.metrics([aw], fuse, lambda q: pos[id(q)] % 2 == 0)
-    h1 = lab.metrics([aw], fuse, lambda q: pos[id(q)] % 2 == 1)
-    return la, lal, aa, aal, para[0], para[1], ident[0], h0[0], h0[1], h1[0], h1[1]
+    r = lab.summary(sets, fuse)
+    return (
+        *r["locomo"], *r["agentwiki"], *r["paraphrase"], r["identifier"][0], *r["half0"],
+        *r["half1"],
+    )  # fmt: skip
 
 
 def score() -> None:
