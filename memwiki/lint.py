@@ -88,7 +88,7 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
 
 def _resource_problems(path: Path, rel: str) -> list[Problem]:
     """Resources lines of a project file that memorize cannot read (project.resource_problems)."""
-    from .project import resource_problems
+    from .project_file import resource_problems
 
     try:
         text = path.read_text(encoding="utf-8", errors="replace")

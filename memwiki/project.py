@@ -1,5 +1,5 @@
-"""Project identity: which code project a directory belongs to, which projects a file names,
-and the Resources section of a project file (`project/<slug>.md`).
+"""Project identity: which code project a directory belongs to and which projects a file
+names (the Resources section of a project file, `project/<slug>.md`, is project_file.py's).
 
 The project of a directory is the repository it lies in: the repository name of its git
 `origin` remote (`git@github.com:acme/ledger.git` -> `ledger`), else the directory name of
@@ -52,13 +52,14 @@ class Repository:
 def slugify(text: str) -> str | None:
     """A slug from a repository or directory name (`Ledger_API.git` -> `ledger-api`), or None.
 
-    A name with no ASCII letter or digit (`计费服务`, `データ基盤`) would have no slug, and its
+    Latin letters with marks are written without them (`Café Łódź` -> `cafe-lodz`), so no
+    letter of such a name is lost (it was `caf-d` before). A name with no ASCII letter or digit (`计费服务`, `データ基盤`) would have no slug, and its
     files no project: it gets `xn-` and the Punycode (RFC 3492, the stdlib codec) of its
     letters and digits instead, the same on every machine and readable back with
     `slug_name`.
     """
     name = text.strip().removesuffix(".git")
-    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:MAX_SLUG].strip("-")
+    slug = re.sub(r"[^a-z0-9]+", "-", _unmarked(name.lower())).strip("-")[:MAX_SLUG].strip("-")
     if slug:
         return slug
     letters = "".join(c for c in name.lower() if c.isalnum())
@@ -68,6 +69,27 @@ def slugify(text: str) -> str | None:
         return None
     slug = f"{PUNYCODE_PREFIX}{coded}"
     return slug if coded and len(slug) <= MAX_SLUG and SLUG_RE.match(slug) else None
+
+
+# Latin letters that Unicode does not decompose into a base letter and a mark.
+_LATIN_EXTRA = str.maketrans("łøđðħıŧ", "loddhit") | str.maketrans(
+    {"ß": "ss", "æ": "ae", "œ": "oe", "þ": "th"}
+)
+
+
+def _unmarked(text: str) -> str:
+    """Lowercase text with Latin letters' marks dropped (`łódź` -> `lodz`); others kept."""
+    if text.isascii():
+        return text
+    import unicodedata
+
+    decomposed = unicodedata.normalize("NFKD", text.translate(_LATIN_EXTRA))
+    kept: list[str] = []
+    for char in decomposed:
+        if unicodedata.combining(char) and kept and kept[-1].isascii():
+            continue  # a mark on a Latin letter; marks on other scripts stay with them
+        kept.append(char)
+    return unicodedata.normalize("NFC", "".join(kept))
 
 
 def slug_name(slug: str) -> str:
@@ -325,7 +347,7 @@ def mentioned(query: str, slugs: Iterable[str]) -> set[str]:
     """
     lowered = query.lower()
     letters = "".join(c for c in lowered if c.isalnum())
-    words = _WORD.findall(lowered)
+    words = _WORD.findall(_unmarked(lowered))  # `Łódź utils` names lodz-utils
     joined = " " + " ".join(words) + " "
     compact = set(words)
     out = set()
@@ -350,72 +372,3 @@ _PERSON_QUESTION = re.compile(r"(?:^|[.?!;:\n])\s*(?:who|whom|whose)\b", re.IGNO
 def asks_for_person(query: str) -> bool:
     """Whether the query asks who: people are global memory (the memorize jobs keep them so)."""
     return bool(_PERSON_QUESTION.search(query))
-
-
-# ------------------------------------------------------------- project files
-
-RESOURCES = "Resources"
-# One resource line: "- `path/relative/to/the/repo` — one-line description".
-RESOURCE_ENTRY = re.compile(r"^(\s*[-*]\s+)`([^`\n]+)`(?:\s*(?:—|--|-|:)\s*(.*?))?\s*$")
-# A bullet meant as a resource line: it opens with a backtick, or with a path-like word
-# (a `/` or a `.` in it) and a separator. Other bullets are a person's prose, left alone.
-_MEANT_AS_ENTRY = re.compile(r"^\s*[-*+]\s+(?:`|[^\s`]*[/.][^\s`]*\s+(?:—|--|-|:)(?:\s|$))")
-
-
-def resources_span(lines: list[str]) -> tuple[int, int] | None:
-    """(first line after the first `## Resources` heading, end of its section), 0-based, or None."""
-    from . import markdown
-
-    start: int | None = None
-    level = 0
-    for i, h in enumerate(markdown.headings(lines)):
-        if h is None:
-            continue
-        if start is None:
-            if h[1].strip().lower() == RESOURCES.lower():
-                start, level = i + 1, h[0]
-        elif h[0] <= level:
-            return start, i
-    return (start, len(lines)) if start is not None else None
-
-
-def resource_problems(text: str) -> list[tuple[int, str]]:
-    """What memorize cannot read in a project file's Resources section, as (line, message).
-
-    Lines are 1-based lines of the whole file. Nothing here stops the file from being
-    indexed or merged: a line memorize cannot read is kept as it is, never rewritten, which
-    is why a person should hear about it.
-    """
-    from . import markdown
-
-    body, first = markdown.body_of(text)
-    lines = body.splitlines()
-    span = resources_span(lines)
-    if span is None:
-        return []
-    start, end = span
-    problems: list[tuple[int, str]] = []
-    code = markdown.code_lines(lines)
-    seen: dict[str, int] = {}
-    for i in range(start, end):
-        at = i + first
-        m = RESOURCE_ENTRY.match(lines[i])
-        if code[i] or (m is None and not _MEANT_AS_ENTRY.match(lines[i])):
-            continue
-        if m is None:
-            problems.append((at, "not a resource line: write - `path/in/the/repo` — description"))
-            continue
-        path = m.group(2).strip()
-        if path.startswith(("/", "~")) or re.match(r"^[A-Za-z]:[\\/]", path):
-            problems.append((at, f"resource {path!r}: paths are relative to the repository root"))
-        elif ".." in path.replace("\\", "/").split("/"):
-            problems.append((at, f"resource {path!r}: '..' leaves the repository"))
-        if path in seen:
-            problems.append((at, f"resource {path!r} is listed twice (also line {seen[path]})"))
-        seen.setdefault(path, at)
-    heads = markdown.headings(lines)
-    for i in range(end, len(lines)):
-        h = heads[i]
-        if h is not None and h[1].strip().lower() == RESOURCES.lower():
-            problems.append((i + first, "a second Resources section: memorize updates the first"))
-    return problems

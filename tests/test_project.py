@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 
 from memwiki import project as pj
+from memwiki import project_file
 from memwiki.index.search import OTHER_PROJECT_FACTOR, scope_to_project
 
 
@@ -449,10 +450,10 @@ def test_lint_names_resource_lines_memorize_cannot_read(wiki, cli):
 
 def test_resource_problems_of_a_good_file_and_of_frontmatter_lines():
     good = "---\nname: a\ndescription: d\n---\n## Resources\n\n- `a.py` — the a\n* `b/` - dir\n"
-    assert pj.resource_problems(good) == []
-    assert pj.resource_problems("no section\n- `/abs` — x\n") == []
+    assert project_file.resource_problems(good) == []
+    assert project_file.resource_problems("no section\n- `/abs` — x\n") == []
     crlf = "---\r\nname: a\r\ndescription: d\r\n---\r\n## Resources\r\n- `/x` — y\r\n"
-    assert pj.resource_problems(crlf) == [
+    assert project_file.resource_problems(crlf) == [
         (6, "resource '/x': paths are relative to the repository root")
     ]
 
@@ -490,6 +491,30 @@ def test_ascii_names_keep_their_slugs_and_symbols_have_none():
     assert pj.slugify("🙂🙂") is None
     assert pj.slug_name("ledger-api") == "ledger-api"
     assert pj.slug_name("xn-!!") == "xn-!!"  # not Punycode: the slug itself
+
+
+@pytest.mark.parametrize(
+    ("name", "slug"),
+    [
+        ("Łódź utils", "lodz-utils"),  # was d-utils: the marked letters were dropped
+        ("Café_API.git", "cafe-api"),
+        ("naïve-Résumé", "naive-resume"),
+        ("Straße", "strasse"),
+        ("Ærø", "aero"),
+    ],
+)
+def test_latin_letters_with_marks_keep_their_letters(name, slug):
+    assert pj.slugify(name) == slug
+    assert pj.mentioned(f"how do I release {name.removesuffix('.git')}?", [slug]) == {slug}
+
+
+def test_marks_on_other_scripts_are_not_dropped():
+    # Greek and Japanese decompose too (ά, デ), but only marks on Latin letters go.
+    assert pj.slug_name(pj.slugify("Ελληνικά")) == "ελληνικά"
+    assert pj.slug_name(pj.slugify("データ基盤")) == "データ基盤"
+    assert pj.mentioned("データ基盤の移行", [pj.slugify("データ基盤")]) == {
+        pj.slugify("データ基盤")
+    }
 
 
 @settings(max_examples=300, deadline=None)

@@ -24,7 +24,7 @@ from typing import Any
 from .. import markdown
 from ..errors import InvalidInput, StateError
 from ..fsutil import atomic_write_text
-from ..project import RESOURCE_ENTRY, RESOURCES, resources_span
+from ..project_file import RESOURCE_ENTRY, RESOURCES, resources_span
 from .touched import RESOURCES_DIR, touched_log_path
 
 MAX_RESOURCES = 50
