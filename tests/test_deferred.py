@@ -326,3 +326,55 @@ def test_a_new_file_in_an_index_of_one_file(tmp_path, mode) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+# ---------------------------------------------- vectors computed once the model is there
+
+
+def prepared_edit(wiki: Wiki, index: Index):
+    """A deferred snapshot of one edit, prepared by an index whose model is not loaded."""
+    state = index.committed_state()[0]
+    changes, stats = mf.scan(wiki.root, state)
+    return deferred.snapshot(index, state, changes, stats, embed=True, strict=True)
+
+
+def test_an_edit_is_laid_over_before_the_model_has_loaded(tmp_path) -> None:
+    wiki = make(tmp_path)
+    index_of(wiki).update()
+    write(wiki.root, "memory/note-2.md", "zebracorn presumed edit")
+    cold, warm = index_of(wiki), index_of(wiki)
+    warm.embedder()  # loaded first: vectors computed inside prepare, as before
+    late, early = prepared_edit(wiki, cold), prepared_edit(wiki, warm)
+    assert late is not None and early is not None
+    # BM25's part needed no model: nothing was loaded, no vector computed yet
+    assert not cold.embedder_loaded and late.deferred.vectors is None
+    assert list(late.state.rows) == list(early.state.rows)
+    matrix = late.matrix()  # the vector search's first use computes them
+    assert cold.embedder_loaded and late.deferred.vectors is not None
+    assert (late.deferred.vectors.block == early.deferred.vectors.block).all()
+    assert late.state.unembedded_slots == early.state.unembedded_slots
+    assert late.state.embedder == early.state.embedder
+    assert (matrix.physical(matrix.live) == early.matrix().physical(matrix.live)).all()
+    # and it commits what the eager update commits
+    assert deferred.write_later(cold, late.deferred) == "forked"
+    deferred.wait_for_writes()
+    assert answer(run(wiki)) == answer(run(twin(wiki, tmp_path / "twin")))
+
+
+def test_an_edit_prepared_for_another_model_is_left_to_the_next_writer(tmp_path) -> None:
+    wiki = make(tmp_path)
+    index_of(wiki).update()  # vectors of the hash test embedder
+    write(wiki.root, "memory/note-3.md", "zebracorn model change edit")
+    env = {"HOME": str(wiki.root.parent), "MEMWIKI_EMBED": "onnx"}
+    index = Index(wiki, load({"wiki": str(wiki.root)}, environ=env), notify=lambda m: None)
+    snap = prepared_edit(wiki, index)
+    assert snap is not None and snap.deferred.vectors is None  # the hash model presumed
+    with pytest.raises(ValueError, match="model changed"):
+        snap.matrix()
+    assert deferred.write_later(index, snap.deferred) == "none"  # nothing half-written
+    assert not FileLock(wiki.sidecar / "index.lock").is_held_elsewhere()
+    report = index.update()  # the next writer indexes the edit, with the new model
+    assert "memory/note-3.md" in report.indexed or report.full
+    state = index.committed_state()[0]
+    assert state.embedder == index.model_key(index.embedder())
+    assert state.files["memory/note-3.md"].sha256 == mf.file_sha256(wiki.root / "memory/note-3.md")
