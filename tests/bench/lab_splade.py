@@ -555,7 +555,6 @@ def hard(beta: float = 0.3, power: float = 0.0) -> None:
 # ------------------------------------------------------------------ document expansion
 
 
-
 def _expansion_words(m, sp, text_terms, k, ana):
     """The item's k heaviest SPLADE terms that are whole words (no ## pieces), not stop
     words or numbers, analysed as BM25 would and not already in the item."""
