@@ -338,8 +338,8 @@ def gather_fine(max_words: int = 40, header: bool = True) -> None:
     (LAB / "cands.pkl").write_bytes(pickle.dumps(sets))
 
 
-def load_matrices(sets) -> None:
-    """Attach each wiki's item matrix (from its index in the lab folder) as w['matrix']."""
+def lab_wikis(sets):
+    """(set name, lab entry, root, index snapshot) of every wiki of the lab's sets, in order."""
     from memwiki.config import load
     from memwiki.index.indexer import Index
     from memwiki.wiki import Wiki
@@ -348,7 +348,13 @@ def load_matrices(sets) -> None:
         for w in ws:
             root = wiki_root(name, w)
             snap = Index(Wiki(root), load({"wiki": str(root)}), notify=lambda m: None).snapshot()
-            w["matrix"] = snap.matrix()
+            yield name, w, root, snap
+
+
+def load_matrices(sets) -> None:
+    """Attach each wiki's item matrix (from its index in the lab folder) as w['matrix']."""
+    for _, w, _, snap in lab_wikis(sets):
+        w["matrix"] = snap.matrix()
 
 
 def minmax(weight, floor="last"):

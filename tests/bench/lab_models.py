@@ -60,9 +60,11 @@ class NumpyBert:
             a, b = meta["data_offsets"]
             if meta["dtype"] != "F32":  # position_ids and the like
                 continue
-            w[name.removeprefix("bert.")] = np.frombuffer(
-                raw[base + a : base + b], dtype=np.float32
-            ).reshape(meta["shape"])
+            # older checkpoints name LayerNorm's parameters gamma and beta
+            key = name.removeprefix("bert.").replace(".gamma", ".weight").replace(".beta", ".bias")
+            w[key] = np.frombuffer(raw[base + a : base + b], dtype=np.float32).reshape(
+                meta["shape"]
+            )
         self.w = w
         cfg = json.loads((directory / "config.json").read_text())
         self.layers = cfg["num_hidden_layers"]
@@ -80,14 +82,15 @@ class NumpyBert:
     def _lin(self, x, p):
         return x @ self.w[p + ".weight"].T + self.w[p + ".bias"]
 
-    def _batch(self, encs):
+    def hidden(self, seqs):
+        """Last-layer token states (b, t, hidden) of token id sequences, padded; and the mask."""
         np, w = self.np, self.w
-        width = max(len(e.ids) for e in encs)
-        ids = np.zeros((len(encs), width), dtype=np.int64)
-        mask = np.zeros((len(encs), width), dtype=np.float32)
-        for r, e in enumerate(encs):
-            ids[r, : len(e.ids)] = e.ids
-            mask[r, : len(e.ids)] = 1
+        width = max(len(s) for s in seqs)
+        ids = np.zeros((len(seqs), width), dtype=np.int64)
+        mask = np.zeros((len(seqs), width), dtype=np.float32)
+        for r, s in enumerate(seqs):
+            ids[r, : len(s)] = s
+            mask[r, : len(s)] = 1
         x = (
             w["embeddings.word_embeddings.weight"][ids]
             + w["embeddings.position_embeddings.weight"][:width][None]
@@ -97,12 +100,12 @@ class NumpyBert:
         b, t, d = x.shape
         h = self.heads
         bias = (1 - mask)[:, None, None, :] * -1e9
+
+        def split(y):
+            return y.reshape(b, t, h, d // h).transpose(0, 2, 1, 3)
+
         for i in range(self.layers):
             p = f"encoder.layer.{i}."
-
-            def split(y):
-                return y.reshape(b, t, h, d // h).transpose(0, 2, 1, 3)
-
             q = split(self._lin(x, p + "attention.self.query"))
             k = split(self._lin(x, p + "attention.self.key"))
             v = split(self._lin(x, p + "attention.self.value"))
@@ -113,9 +116,13 @@ class NumpyBert:
             x = self._ln(
                 x + self._lin(a, p + "attention.output.dense"), p + "attention.output.LayerNorm"
             )
-            f = self._lin(x, p + "intermediate.dense")
-            f = 0.5 * f * (1 + _erf_approx(f / np.sqrt(2)))
+            f = gelu(self._lin(x, p + "intermediate.dense"))
             x = self._ln(x + self._lin(f, p + "output.dense"), p + "output.LayerNorm")
+        return x, mask
+
+    def _batch(self, encs):
+        np = self.np
+        x, mask = self.hidden([e.ids for e in encs])
         pooled = (x * mask[:, :, None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
         return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
 
@@ -143,6 +150,13 @@ def _erf_approx(x):
         ((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592
     ) * t * np.exp(-a * a)
     return s * y
+
+
+def gelu(x):
+    """BERT's exact GELU, with the erf above."""
+    import numpy as np
+
+    return 0.5 * x * (1 + _erf_approx(x / np.sqrt(2)))
 
 
 def _minilm_fp32():
@@ -296,28 +310,22 @@ def embed(model: str) -> None:
     """Vectors of MODEL for every item and query of the lab's sets, stored as q['cos:MODEL']."""
     import numpy as np
 
-    from memwiki.config import load
-    from memwiki.index.indexer import Index
     from memwiki.index.vectors import embed_text_of
-    from memwiki.wiki import Wiki
 
     sets = pickle.loads((lab.LAB / "cands.pkl").read_bytes())
     docs, queries = MODELS[model]()
     key = f"cos:{model}"
     t0 = time.time()
     n_items = 0
-    for name, ws in sets.items():
-        for w in ws:
-            root = lab.wiki_root(name, w)
-            snap = Index(Wiki(root), load({"wiki": str(root)}), notify=lambda m: None).snapshot()
-            rows = snap.state.rows
-            assert [r.path for r in rows] == w["paths"]
-            m = np.asarray(docs([embed_text_of(root, r) for r in rows]), dtype=np.float32)
-            qv = np.asarray(queries([q["query"] for q in w["queries"]]), dtype=np.float32)
-            n_items += len(rows)
-            for n, q in enumerate(w["queries"]):
-                q[key] = m @ qv[n]
-            print(name, w["name"], len(rows), "items", f"{time.time() - t0:.0f}s", file=sys.stderr)
+    for name, w, root, snap in lab.lab_wikis(sets):
+        rows = snap.state.rows
+        assert [r.path for r in rows] == w["paths"]
+        m = np.asarray(docs([embed_text_of(root, r) for r in rows]), dtype=np.float32)
+        qv = np.asarray(queries([q["query"] for q in w["queries"]]), dtype=np.float32)
+        n_items += len(rows)
+        for n, q in enumerate(w["queries"]):
+            q[key] = m @ qv[n]
+        print(name, w["name"], len(rows), "items", f"{time.time() - t0:.0f}s", file=sys.stderr)
     print(f"{model}: {n_items} items in {time.time() - t0:.0f}s", file=sys.stderr)
     (lab.LAB / "cands.pkl").write_bytes(pickle.dumps(sets))
 

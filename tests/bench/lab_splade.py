@@ -31,10 +31,8 @@ Not part of `make bench`. Tuned on LoCoMo dev and agentwiki only; LoCoMo test is
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import pickle
-import struct
 import sys
 import time
 from pathlib import Path
@@ -42,113 +40,29 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import lab  # noqa: E402
+import lab_models  # noqa: E402
 
 SPLADE_HOME = Path(os.environ.get("MEMWIKI_LAB_SPLADE", "/tmp/splade/w/cognition/model"))
 MAX_TOKENS = 256  # the package's max_length
 
 
-def _erf(x):
-    # Abramowitz-Stegun 7.1.26 (|error| < 1.5e-7), as lab_models._erf_approx.
-    import numpy as np
-
-    s = np.sign(x)
-    a = np.abs(x)
-    t = 1 / (1 + 0.3275911 * a)
-    y = 1 - (
-        ((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592
-    ) * t * np.exp(-a * a)
-    return s * y
-
-
-def _gelu(x):
-    import numpy as np
-
-    return 0.5 * x * (1 + _erf(x / np.sqrt(2)))
-
-
-class SpladeTiny:
-    """BertForMaskedLM forward in numpy; SPLADE max pooling over tokens."""
+class SpladeTiny(lab_models.NumpyBert):
+    """BertForMaskedLM forward in numpy (lab_models.NumpyBert's encoder, then the MLM head);
+    SPLADE max pooling over tokens."""
 
     def __init__(self, directory: Path = SPLADE_HOME):
-        import numpy as np
-        from tokenizers import Tokenizer
-
-        self.np = np
-        raw = (directory / "model.safetensors").read_bytes()
-        (n,) = struct.unpack("<Q", raw[:8])
-        header = json.loads(raw[8 : 8 + n])
-        w = {}
-        for name, meta in header.items():
-            if name == "__metadata__":
-                continue
-            assert meta["dtype"] == "F32", (name, meta["dtype"])
-            a, b = meta["data_offsets"]
-            arr = np.frombuffer(raw[8 + n + a : 8 + n + b], dtype=np.float32).reshape(meta["shape"])
-            name = name.removeprefix("bert.").replace(".gamma", ".weight").replace(".beta", ".bias")
-            w[name] = arr
-        self.w = w
-        cfg = json.loads((directory / "config.json").read_text())
-        self.layers = cfg["num_hidden_layers"]
-        self.heads = cfg["num_attention_heads"]
-        self.eps = cfg["layer_norm_eps"]
+        super().__init__(directory)
+        np = self.np
+        w = self.w
         self.emb_t = np.ascontiguousarray(w["embeddings.word_embeddings.weight"].T)  # tied decoder
-        self.tok = Tokenizer.from_file(str(directory / "tokenizer.json"))
-        self.tok.no_padding()
         self.tok.no_truncation()
         self.cls = self.tok.token_to_id("[CLS]")
         self.sep = self.tok.token_to_id("[SEP]")
         self.vocab = {i: t for t, i in self.tok.get_vocab().items()}
 
-    def _ln(self, x, p):
-        np = self.np
-        m = x.mean(-1, keepdims=True)
-        v = ((x - m) ** 2).mean(-1, keepdims=True)
-        return (x - m) / np.sqrt(v + self.eps) * self.w[p + ".weight"] + self.w[p + ".bias"]
-
-    def _lin(self, x, p):
-        return x @ self.w[p + ".weight"].T + self.w[p + ".bias"]
-
-    def hidden(self, seqs):
-        """Last-layer token states (b, t, 128) of id sequences, padded; and the mask."""
-        np, w = self.np, self.w
-        width = max(len(s) for s in seqs)
-        ids = np.zeros((len(seqs), width), dtype=np.int64)
-        mask = np.zeros((len(seqs), width), dtype=np.float32)
-        for r, s in enumerate(seqs):
-            ids[r, : len(s)] = s
-            mask[r, : len(s)] = 1
-        x = (
-            w["embeddings.word_embeddings.weight"][ids]
-            + w["embeddings.position_embeddings.weight"][:width][None]
-            + w["embeddings.token_type_embeddings.weight"][0]
-        )
-        x = self._ln(x, "embeddings.LayerNorm")
-        b, t, d = x.shape
-        h = self.heads
-        bias = (1 - mask)[:, None, None, :] * -1e9
-
-        def split(y):
-            return y.reshape(b, t, h, d // h).transpose(0, 2, 1, 3)
-
-        for i in range(self.layers):
-            p = f"encoder.layer.{i}."
-            q = split(self._lin(x, p + "attention.self.query"))
-            k = split(self._lin(x, p + "attention.self.key"))
-            v = split(self._lin(x, p + "attention.self.value"))
-            s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d // h) + bias
-            s = np.exp(s - s.max(-1, keepdims=True))
-            s /= s.sum(-1, keepdims=True)
-            a = (s @ v).transpose(0, 2, 1, 3).reshape(b, t, d)
-            x = self._ln(
-                x + self._lin(a, p + "attention.output.dense"), p + "attention.output.LayerNorm"
-            )
-            f = _gelu(self._lin(x, p + "intermediate.dense"))
-            x = self._ln(x + self._lin(f, p + "output.dense"), p + "output.LayerNorm")
-        return x, mask
-
     def logits(self, x):
         """MLM logits of token states (..., 128) -> (..., vocab)."""
-        y = _gelu(self._lin(x, "cls.predictions.transform.dense"))
+        y = lab_models.gelu(self._lin(x, "cls.predictions.transform.dense"))
         y = self._ln(y, "cls.predictions.transform.LayerNorm")
         return y @ self.emb_t + self.w["cls.predictions.bias"]
 
@@ -241,41 +155,34 @@ def encode() -> None:
     stored sparse in LAB/splade.pkl, and per query q['splade'] / q['splade-trunc'] item
     scores in LAB/splade_scores.pkl."""
     np = lab_np()
-    from memwiki.config import load
-    from memwiki.index.indexer import Index
-    from memwiki.wiki import Wiki
-
     sets = pickle.loads((lab.LAB / "cands.pkl").read_bytes())
     m = SpladeTiny()
     store: dict = {}
     scores: dict = {}
     t0 = time.time()
     n_items = 0
-    for name, ws in sets.items():
-        for w in ws:
-            root = lab.wiki_root(name, w)
-            snap = Index(Wiki(root), load({"wiki": str(root)}), notify=lambda m: None).snapshot()
-            rows = snap.state.rows
-            assert [r.path for r in rows] == w["paths"]
-            texts = [_item_text(root, r) for r in rows]
-            qs = [q["query"] for q in w["queries"]]
-            d = m.encode(texts)
-            dt = m.encode(texts, windowed=False)
-            qv = m.encode(qs)
-            n_items += len(rows)
-            key = (name, w["name"])
-            store[key] = {
-                "items": [_to_sparse(v) for v in d],
-                "queries": [_to_sparse(v) for v in qv],
-            }
-            s, st = qv @ d.T, qv @ dt.T
-            scores[key] = [{"splade": s[n], "splade-trunc": st[n]} for n in range(len(qs))]
-            print(
-                name, w["name"], len(rows), "items", f"{time.time() - t0:.0f}s",
-                f"nnz/item {np.mean([(v > 0).sum() for v in d]):.0f}",
-                f"nnz/query {np.mean([(v > 0).sum() for v in qv]):.0f}",
-                file=sys.stderr, flush=True,
-            )  # fmt: skip
+    for name, w, root, snap in lab.lab_wikis(sets):
+        rows = snap.state.rows
+        assert [r.path for r in rows] == w["paths"]
+        texts = [_item_text(root, r) for r in rows]
+        qs = [q["query"] for q in w["queries"]]
+        d = m.encode(texts)
+        dt = m.encode(texts, windowed=False)
+        qv = m.encode(qs)
+        n_items += len(rows)
+        key = (name, w["name"])
+        store[key] = {
+            "items": [_to_sparse(v) for v in d],
+            "queries": [_to_sparse(v) for v in qv],
+        }
+        s, st = qv @ d.T, qv @ dt.T
+        scores[key] = [{"splade": s[n], "splade-trunc": st[n]} for n in range(len(qs))]
+        print(
+            name, w["name"], len(rows), "items", f"{time.time() - t0:.0f}s",
+            f"nnz/item {np.mean([(v > 0).sum() for v in d]):.0f}",
+            f"nnz/query {np.mean([(v > 0).sum() for v in qv]):.0f}",
+            file=sys.stderr, flush=True,
+        )  # fmt: skip
     print(f"{n_items} items in {time.time() - t0:.0f}s", file=sys.stderr)
     (lab.LAB / "splade.pkl").write_bytes(pickle.dumps(store))
     (lab.LAB / "splade_scores.pkl").write_bytes(pickle.dumps(scores))
@@ -416,16 +323,7 @@ def multi() -> None:
     for beta in (0.1, 0.3):
         rows.append((f"shipped + {beta} x SPLADE (first 256 tokens)",
                      pipeline(beta=beta, key="splade-trunc")))  # fmt: skip
-    print(HEAD)
-    base = None
-    notes = []
-    for label, fn in rows:
-        r, per = _evaluate(sets, fn)
-        base = base or per
-        print(_line(label, r), flush=True)
-        notes.append(f"{label}: agentwiki {_diff(base, per)}; LoCoMo dev {_counts(base, per)}")
-    print()
-    print("\n".join(notes))
+    _table(sets, rows)
 
 
 def multi2() -> None:
