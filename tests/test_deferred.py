@@ -361,40 +361,6 @@ def test_an_edit_is_laid_over_before_the_model_has_loaded(tmp_path) -> None:
     assert answer(run(wiki)) == answer(run(twin(wiki, tmp_path / "twin")))
 
 
-@settings(
-    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    edits=st.lists(st.tuples(st.sampled_from(EDITS), st.integers(0, 13)), min_size=1, max_size=5)
-)
-def test_any_edit_prepared_before_the_model_commits_what_the_eager_one_does(
-    tmp_path_factory, edits
-) -> None:
-    base = tmp_path_factory.mktemp("presume")
-    wiki = make(base)
-    index_of(wiki).update()
-    apply(wiki.root, edits)
-    cold, warm = index_of(wiki), index_of(wiki)
-    warm.embedder()
-    late, early = prepared_edit(wiki, cold), prepared_edit(wiki, warm)
-    assert (late is None) == (early is None)
-    if late is None:
-        return  # written first (nothing changed, or a compaction): not deferred either way
-    assert late.deferred.vectors is None or not late.state.segments
-    late.matrix()
-    assert list(late.state.rows) == list(early.state.rows)
-    assert late.state.unembedded_slots == early.state.unembedded_slots
-    if early.deferred.vectors is not None:
-        assert (late.deferred.vectors.block == early.deferred.vectors.block).all()
-    other = twin(wiki, base / "twin")
-    assert deferred.write_later(cold, late.deferred) == "forked"
-    settle(wiki)
-    index_of(other).update()
-    mine, theirs = index_of(wiki).committed_state()[0], index_of(other).committed_state()[0]
-    assert list(mine.rows) == list(theirs.rows)
-    assert answer(run(wiki)) == answer(run(other))
-
-
 def test_an_edit_prepared_for_another_model_is_left_to_the_next_writer(tmp_path) -> None:
     wiki = make(tmp_path)
     index_of(wiki).update()  # vectors of the hash test embedder
