@@ -57,7 +57,7 @@ def snapshot(
         return None
     from .writing import prepare
 
-    prepared = prepare(index, state, changes, stats, embed, later=True)
+    prepared = prepare(index, state, changes, stats, embed)
     if prepared.plan.compact:
         return None  # the whole manifest is rewritten: that is written first
     from .snapshot import Snapshot
@@ -80,12 +80,6 @@ def write_later(index: Index, prepared: Prepared) -> str:
 
     none: another writer holds the lock (it, or the next command, indexes the edit).
     """
-    try:
-        # Vectors left for later (writing.prepare) are computed here at the latest: a
-        # forked child must not run the parent's model (onnxruntime's threads).
-        prepared.fill_vectors()
-    except ValueError:  # another model: the background reindex the answer started writes it
-        return "none"
     lock = index.lock()
     if not lock.try_acquire():
         return "none"

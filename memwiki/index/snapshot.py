@@ -52,7 +52,7 @@ class Snapshot:
     def open(self, bm25_files: bool = True, vector_file: bool = True) -> Snapshot:
         """Open the Whoosh generation and the vector file now; FileNotFoundError if one is gone."""
         if self.base is not None:  # a deferred update: the committed index's Whoosh files
-            # (its vectors are mapped by writing.prepare, or by fill_vectors on first use)
+            # (its vectors are mapped already, by writing.prepare)
             self.base.open(bm25_files, vector_file=False)
             return self
         if (
@@ -95,8 +95,8 @@ class Snapshot:
     def matrix(self):
         """The item vector matrix (memory-mapped on first use), or None without vectors."""
         if self._matrix is None and self.base is not None:
-            vectors = self.deferred.fill_vectors() if self.state.vectors_file else None
-            if vectors is not None:
+            vectors = self.deferred.vectors
+            if vectors is not None and self.state.vectors_file:
                 from .vectors import appended_matrix
 
                 self._matrix = appended_matrix(vectors.old_matrix, self.state, vectors.block)

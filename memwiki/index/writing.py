@@ -82,53 +82,12 @@ class Prepared:
     report: UpdateReport
     need_vectors: bool
     vectors: VectorBlock | None = None  # when the index has vectors
-    # prepare(later=True) while the model was loading: (index,) until fill_vectors runs
-    _later: tuple | None = field(default=None, repr=False)
-    _failed: str = field(default="", repr=False)
-
-    def fill_vectors(self) -> VectorBlock | None:
-        """The update's vectors: computed now if prepare left them for later (ValueError when
-        the model turned out to be another one: a full reindex writes this update then)."""
-        if self._failed:
-            raise ValueError(self._failed)
-        if self._later is None:
-            return self.vectors
-        (index,), self._later = self._later, None
-        emb, key = index.embedder(), self.new.embedder or {}
-        if emb is not None and index.model_key(emb) != key:
-            self._failed = "the embedding model changed since the index was written"
-            raise ValueError(self._failed)
-        from .vectors import vector_block  # numpy: not on the BM25-only path
-
-        try:
-            self.vectors = vector_block(
-                index.directory, index.root, self.old, self.plan, self.items, emb, key,
-                index.notify,
-            )  # fmt: skip
-        except (OSError, ValueError) as exc:  # the old vectors are gone or unreadable
-            self._failed = f"the update's vectors: {exc}"
-            raise ValueError(self._failed) from exc
-        self.new.unembedded_slots = set(self.vectors.missing)
-        self.new.changed()
-        return self.vectors
 
 
 def prepare(
-    index: Index,
-    old: st.State,
-    changes: st.ScanChanges,
-    stats: dict,
-    need_vectors: bool,
-    later: bool = False,
+    index: Index, old: st.State, changes: st.ScanChanges, stats: dict, need_vectors: bool
 ) -> Prepared:
-    """Everything an update of the changed and deleted files computes before writing.
-
-    later: a reader's update (index/deferred.py). While the model is still loading (the
-    query's vector thread holds it) the vectors are left to Prepared.fill_vectors, which
-    the vector search calls once the model is there: waiting for it here kept the whole
-    BM25 answer behind the model load (35-55 ms with the test embedder at 2,000 files).
-    The committed index's model is presumed meanwhile, and checked when it has loaded.
-    """
+    """Everything an update of the changed and deleted files computes before writing."""
     report = UpdateReport()
     items, changed_files, projects = _chunk_many(
         index, changes.changed, changes.hashes, stats, report
@@ -139,19 +98,14 @@ def prepare(
     new.whoosh_generation, new.bm25_deleted = old.whoosh_generation, old.bm25_deleted
     new.segments, new.embedder = list(old.segments), old.embedder
     added = [row_of(i, projects.get(i.path, ())) for i in items]
-    presume = later and need_vectors and old.segments and not index.embedder_loaded
-    emb = index.embedder() if need_vectors and not presume else None
+    emb = index.embedder() if need_vectors else None
     key = index.model_key(emb) if emb is not None else old.embedder
     held = None
-    if presume:  # the old vectors are opened with the rest (fill_vectors)
-        plan = segments.plan_update(old, gone, added, True, True)
-    else:
-        if key is not None:
-            from .vectors import old_vectors  # numpy: not on the BM25-only path
+    if key is not None:
+        from .vectors import old_vectors  # numpy: not on the BM25-only path
 
-            held = old_vectors(index.directory, old, key)
-        reusable = key is None or held is not None
-        plan = segments.plan_update(old, gone, added, emb is not None, reusable)
+        held = old_vectors(index.directory, old, key)
+    plan = segments.plan_update(old, gone, added, emb is not None, key is None or held is not None)
     files = None
     if plan.compact:  # the whole manifest is written again: every entry, materialised
         files = {k: v for k, v in old.files.items() if k not in gone}
@@ -162,10 +116,7 @@ def prepare(
         new.files_delta, new.files_gone = st.file_delta(old, changes.deleted, entries)
     segments.apply_layout(new, old, plan, files)
     prepared = Prepared(old, new, plan, items, gone, report, need_vectors)
-    if presume and not plan.compact:
-        new.embedder = key
-        prepared._later = (index,)
-    elif key is not None and not plan.compact:
+    if key is not None and not plan.compact:
         from .vectors import vector_block  # numpy: not on the BM25-only path
 
         prepared.vectors = vector_block(
@@ -187,7 +138,7 @@ def write(index: Index, prepared: Prepared, merge: bool = False) -> UpdateReport
         prepared.old, prepared.new, prepared.plan, prepared.items, prepared.gone, prepared.report
     )  # fmt: skip
     need = prepared.need_vectors
-    _write_vectors(index, old, new, plan, need, report, items, prepared.fill_vectors())
+    _write_vectors(index, old, new, plan, need, report, items, prepared.vectors)
     if gone or items:
         # Whoosh's own count of the deleted documents its segments still hold: a merge
         # drops those of the segments it merges.
