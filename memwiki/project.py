@@ -54,9 +54,9 @@ def slugify(text: str) -> str | None:
 
     Latin letters with marks are written without them (`Café Łódź` -> `cafe-lodz`), so no
     letter of such a name is lost (it was `caf-d` before). A name with no ASCII letter or
-    digit (`计费服务`, `データ基盤`) would have no slug, and its files no project: it gets `xn-` and the Punycode (RFC 3492, the stdlib codec) of its
-    letters and digits instead, the same on every machine and readable back with
-    `slug_name`.
+    digit (`计费服务`, `データ基盤`) would have no slug, and its files no project: it gets
+    `xn-` and the Punycode (RFC 3492, the stdlib codec) of its letters and digits instead,
+    the same on every machine and readable back with `slug_name`.
     """
     name = text.strip().removesuffix(".git")
     slug = re.sub(r"[^a-z0-9]+", "-", _unmarked(name.lower())).strip("-")[:MAX_SLUG].strip("-")
