@@ -87,7 +87,7 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
 
 
 def _resource_problems(path: Path, rel: str) -> list[Problem]:
-    """Resources lines of a project file that memorize cannot read (project.resource_problems)."""
+    """Resources lines of a project file that memorize cannot read (project_file.resource_problems)."""
     from .project_file import resource_problems
 
     try:

@@ -71,7 +71,8 @@ def run_measured(
     cmd: list[str], env: dict, timeout: float = TIMEOUT_S
 ) -> tuple[float, int, str, float]:
     """(wall seconds, peak RSS in MB, stderr, CPU seconds) of one child process, measured by
-    a launcher. The CPU time is the process's own (a writer it forks is not counted)."""
+    a launcher. The CPU time is the process's and its reaped children's (a scan child it
+    waits for is counted, a writer it forks and leaves running is not)."""
     # stderr to a file, not a pipe: a long build's progress lines must not fill a pipe
     with tempfile.TemporaryFile() as err_file, tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "usage.json")
