@@ -149,6 +149,8 @@ def print_sync(result) -> None:
         print(f"remote:   {line}")
     for c in result.conflicts:
         where = f" -> {c.copy}" if c.copy else f" ({c.kind}, kept {c.kept})"
+        if c.kind == "file-and-folder":
+            where += f" (a file here, a folder on the other side: {c.kept}' folder stays)"
         print(f"conflict  {c.path}{where}")
     new = {c.copy for c in result.conflicts}
     for copy in result.conflict_copies:

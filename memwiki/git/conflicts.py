@@ -8,6 +8,8 @@ Used by memorize commit (label ``run-<id>``) and by sync (label ``remote``):
   ``name`` set to the copy's stem and ``conflict_of: <dir>/<stem>`` plus
   ``conflict_label: <label>`` added, so lint can point at it;
 - one side deleted a file the other changed: the changed version stays;
+- one side has a file where the other has a folder: the folder stays and the file is
+  written beside it as a copy (git cannot hold both at one path);
 - a file inside a dot-folder (``.obsidian/``, ``.trash/``: an app's per-device state) gets
   no copy, since a new file there is a write into the app's own folder: ours wins, and
   theirs stays in git history (the merge commit's second parent);
@@ -42,8 +44,8 @@ class Conflict:
     """One resolved conflict: which version stayed at path and where the other one went."""
 
     path: str
-    kind: str  # both-modified | both-added | deleted-by-ours | deleted-by-theirs
-    kept: str  # ours | theirs
+    kind: str  # both-modified | both-added | deleted-by-ours | deleted-by-theirs | file-and-folder
+    kept: str  # ours | theirs (for file-and-folder: whose folder stayed)
     copy: str | None = None
 
     def to_dict(self) -> dict[str, str | None]:
@@ -197,11 +199,24 @@ def resolve_conflicts(
         elif ours is not None or theirs is not None:
             survivor, kept = (ours, "ours") if ours is not None else (theirs, "theirs")
             assert survivor is not None
+            if _is_folder(index, survivor.path):
+                # One side has a file where the other has a folder: git cannot hold both
+                # at one path, so the folder stays and the file goes beside it.
+                target = _write_copy(repo, index, survivor, label)
+                folder_side = "theirs" if kept == "ours" else "ours"
+                resolved.append(Conflict(survivor.path, "file-and-folder", folder_side, target))
+                continue
             index.add(pygit2.IndexEntry(survivor.path, survivor.id, survivor.mode))
             kind = "deleted-by-theirs" if kept == "ours" else "deleted-by-ours"
             resolved.append(Conflict(survivor.path, kind, kept))
         # both sides deleted it: nothing to keep and nothing lost
     return index.write_tree(repo), resolved
+
+
+def _is_folder(index: pygit2.Index, path: str) -> bool:
+    """True when the merged index holds files below path (the other side made it a folder)."""
+    prefix = path + "/"
+    return any(e.path.startswith(prefix) for e in index)
 
 
 def in_dot_folder(path: str) -> bool:
