@@ -44,12 +44,17 @@ def run_checks(config) -> list[Check]:
 
 
 def _git(wiki) -> Check:
+    from .git.repo import unfinished
+
     try:
         repo = wiki.repo
         branch = "(unborn)" if repo.head_is_unborn else repo.head.shorthand
         dirty = [p for p, f in repo.status().items() if not f & 0x4000]  # not ignored
         head = "" if repo.head_is_unborn else str(repo.head.target)[:12]
         detail = f"branch {branch} at {head}; {len(dirty)} uncommitted change(s)"
+        problem = unfinished(repo)
+        if problem is not None:
+            return Check("git", False, f"{detail}; {problem}")
         if dirty:
             detail += " (run `memwiki commit`)"
         return Check("git", True, detail)

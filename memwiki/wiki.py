@@ -260,6 +260,7 @@ class Wiki:
     def save(self, rf: RecallFile, message: str | None = None) -> CommitResult:
         """Create or update one RecallFile and commit it."""
         with self.write_lock():
+            self._refuse_unfinished_git()
             path, text, _ = self._prepare(rf)
             atomic_write_text(path, text)
             return self._commit_locked(
@@ -272,6 +273,7 @@ class Wiki:
         with self.write_lock():
             if not path.is_file():
                 raise NotFound(f"no RecallFile {track}/{name}")
+            self._refuse_unfinished_git()
             path.unlink()
             return self._commit_locked(
                 message or f"memwiki: delete {track}/{name}\n", [self._rel(path)]
@@ -290,6 +292,7 @@ class Wiki:
                 raise InvalidInput(f"{rf.path} appears twice in recall_files")
             seen.add(rf.path)
         with self.write_lock():
+            self._refuse_unfinished_git()
             prepared = []
             for i, rf in enumerate(parsed):
                 try:
@@ -304,6 +307,12 @@ class Wiki:
         """Commit every change in the work tree, hand edits included."""
         with self.write_lock():
             return self._commit_locked(message)
+
+    def _refuse_unfinished_git(self) -> None:
+        """Before writing a file that is committed next: not while git is mid-merge or rebase."""
+        from .git import repo as gitstore
+
+        gitstore.refuse_unfinished(self.repo)
 
     def _rel(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()

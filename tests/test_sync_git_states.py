@@ -11,13 +11,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from test_sync import clone_to, gitcli, read, recall, seeded_remote, write
 
 from memwiki.config import load
 from memwiki.errors import StateError
 from memwiki.git import sync as syncmod
 from memwiki.wiki import Wiki
-
-from test_sync import clone_to, gitcli, read, recall, seeded_remote, write
 
 
 def _devices(tmp_path: Path, files: dict[str, str] | None = None) -> tuple[Path, Wiki, Wiki]:
@@ -44,3 +43,70 @@ def test_a_file_where_the_other_device_has_a_folder_is_kept_as_a_copy(tmp_path, 
         assert read(w.root, conflict.copy) == "the file's own text\n"
         assert gitcli(w.root, "status", "--porcelain") == ""
     assert conflict.copy in syncmod.sync(b, load()).conflict_copies
+
+
+def _conflicting_pull(tmp_path: Path, rebase: bool) -> tuple[Wiki, Wiki]:
+    """b has a commit that conflicts with a's synced edit and pulled it with plain git."""
+    _, a, b = _devices(tmp_path)
+    write(a.root, "memory/cats.md", recall("cats", "Purr on A.\n"))
+    syncmod.sync(a, load())
+    write(b.root, "memory/cats.md", recall("cats", "Purr on B.\n"))
+    gitcli(b.root, "commit", "-qam", "B's edit")
+    how = "--rebase" if rebase else "--no-rebase"
+    pulled = subprocess.run(
+        ["git", "pull", how, "origin", "main"], cwd=b.root, capture_output=True, text=True
+    )
+    assert pulled.returncode != 0  # git stopped on the conflict
+    return a, b
+
+
+@pytest.mark.parametrize("rebase", [False, True], ids=["merge", "rebase"])
+def test_nothing_commits_while_the_user_is_mid_merge_or_rebase(tmp_path, rebase, cli):
+    """Bug: sync, commit and add failed with an internal error (exit 70), or during a
+    rebase said the HEAD was detached; add left its new file staged."""
+    _, b = _conflicting_pull(tmp_path, rebase)
+    before = gitcli(b.root, "rev-parse", "HEAD")
+    what = "a rebase" if rebase else "a merge"
+    with pytest.raises(StateError, match=f"git has {what} in progress"):
+        syncmod.sync(b, load())
+    with pytest.raises(StateError, match=f"git has {what} in progress"):
+        b.commit()
+    code, _, err = cli("--wiki", b.root, "add", "memory", "otters", "-d", "Otters")
+    assert code == 4 and f"git has {what} in progress" in err and "Traceback" not in err
+    assert not (b.root / "memory/otters.md").exists()
+    assert gitcli(b.root, "rev-parse", "HEAD") == before
+    from memwiki import doctor
+
+    (git_check,) = [c for c in doctor.run_checks(load({"wiki": str(b.root)})) if c.name == "git"]
+    assert not git_check.ok and what in git_check.detail
+    # The user finishes it with plain git; then memwiki carries on.
+    write(b.root, "memory/cats.md", recall("cats", "Purr on A and on B.\n"))
+    gitcli(b.root, "add", "memory/cats.md")
+    if rebase:
+        subprocess.run(
+            ["git", "-c", "core.editor=true", "rebase", "--continue"], cwd=b.root, check=True
+        )
+    else:
+        gitcli(b.root, "commit", "-qm", "merged by hand")
+    assert syncmod.sync(b, load()).pushed
+    assert read(b.root, "memory/cats.md") == recall("cats", "Purr on A and on B.\n")
+
+
+def test_a_merge_left_uncommitted_is_not_committed_as_a_plain_edit(tmp_path):
+    """Bug: sync committed a `git merge --no-commit` as a one-parent "hand edits" commit
+    and left MERGE_HEAD behind."""
+    _, a, b = _devices(tmp_path)
+    write(a.root, "memory/cats.md", recall("cats", "Purr.\n\nMore from A.\n"))
+    syncmod.sync(a, load())
+    write(b.root, "memory/dogs.md", recall("dogs", "Woof.\n"))
+    gitcli(b.root, "add", "memory/dogs.md")
+    gitcli(b.root, "commit", "-qm", "dogs")
+    gitcli(b.root, "fetch", "-q")
+    gitcli(b.root, "merge", "--no-commit", "--no-ff", "origin/main")
+    before = gitcli(b.root, "rev-parse", "HEAD")
+    with pytest.raises(StateError, match="git has a merge in progress"):
+        syncmod.sync(b, load())
+    assert gitcli(b.root, "rev-parse", "HEAD") == before
+    gitcli(b.root, "commit", "-qm", "merge")
+    assert syncmod.sync(b, load()).pushed
+    assert len(gitcli(b.root, "log", "-1", "--format=%P").split()) == 2

@@ -16,6 +16,7 @@ _MERGE_SEARCH_LIMIT = 5000
 
 def current_branch_head(repo: pygit2.Repository) -> tuple[str, pygit2.Commit]:
     """(ref name, commit) of the wiki's checked-out branch; refuses unborn and detached HEADs."""
+    gitstore.refuse_unfinished(repo)  # a rebase detaches HEAD: say what is going on
     if repo.head_is_unborn:
         raise StateError("the wiki has no commit yet: run `memwiki commit` first")
     if repo.head_is_detached:
