@@ -8,6 +8,7 @@ done, a rename into an invalid file with an edit. Real repositories, the real gi
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,63 @@ def test_a_merge_left_uncommitted_is_not_committed_as_a_plain_edit(tmp_path):
     gitcli(b.root, "commit", "-qm", "merge")
     assert syncmod.sync(b, load()).pushed
     assert len(gitcli(b.root, "log", "-1", "--format=%P").split()) == 2
+
+
+@pytest.mark.parametrize("pre_commit_on_path", [True, False])
+def test_sync_runs_the_installed_hooks_with_this_memwiki_when_it_is_not_on_path(
+    tmp_path, monkeypatch, pre_commit_on_path
+):
+    """Bugs: with memwiki run by its full path (not on PATH), the lint hook could not start
+    and sync reported every valid edit as refused by it; with pre-commit off PATH (the hook
+    still works for `git commit`, through the Python it was installed with) sync skipped
+    the hooks' checks."""
+    venv_bin = Path(sys.executable).parent
+    if not (venv_bin / "pre-commit").exists():
+        pytest.skip("pre-commit is not installed beside this Python")
+    only = tmp_path / "only-pre-commit"
+    only.mkdir()
+    (only / "pre-commit").symlink_to(venv_bin / "pre-commit")
+    path = f"{only}:/usr/bin:/bin" if pre_commit_on_path else "/usr/bin:/bin"
+    monkeypatch.setenv("PRE_COMMIT_HOME", str(tmp_path / "pre-commit-home"))
+    remote, a, _ = _devices(tmp_path)
+    config = (a.root / ".pre-commit-config.yaml").read_text()
+    config += (
+        "      - id: no-forbidden\n        name: no FORBIDDEN words\n        entry: FORBIDDEN\n"
+        "        language: pygrep\n        files: \\.md$\n"
+    )
+    (a.root / ".pre-commit-config.yaml").write_text(config)
+    a.commit()
+    subprocess.run([str(venv_bin / "pre-commit"), "install"], cwd=a.root, check=True,
+                   capture_output=True)  # fmt: skip
+    monkeypatch.setenv("PATH", path)
+    write(a.root, "memory/fine.md", recall("fine", "All good.\n"))
+    write(a.root, "memory/secret.md", recall("secret", "This is FORBIDDEN here.\n"))
+    result = syncmod.sync(a, load())
+    assert [p["path"] for p in result.not_committed] == ["memory/secret.md"]
+    assert "no FORBIDDEN words" in result.not_committed[0]["problem"]
+    names = gitcli(remote, "ls-tree", "-r", "--name-only", "main")
+    assert "memory/fine.md" in names and "memory/secret.md" not in names
+
+
+def test_a_rename_into_an_invalid_name_with_an_edit_keeps_the_old_name_on_the_remote(tmp_path):
+    """Bug: the old name's deletion was held back only when the renamed file was byte for
+    byte the old one; renamed *and edited*, the deletion was pushed and the other device
+    lost the note while the new file stayed uncommitted here."""
+    _, a, b = _devices(
+        tmp_path, {"memory/cats.md": recall("cats", "Purr.\n\nThey sleep a lot.\n\nNaps.\n")}
+    )
+    old = b.root / "memory/cats.md"
+    new = b.root / "memory/felines.md"  # its name: is still "cats", so it is invalid
+    new.write_text(old.read_text() + "\nMore about cats.\n")
+    old.unlink()
+    result = syncmod.sync(b, load())
+    assert [p["path"] for p in result.not_committed] == ["memory/felines.md"]
+    syncmod.sync(a, load())
+    assert (a.root / "memory/cats.md").is_file()
+    # Unrelated deletions still sync.
+    write(b.root, "memory/dogs.md", recall("dogs", "Woof.\n"))
+    syncmod.sync(b, load())
+    (b.root / "memory/dogs.md").unlink()
+    syncmod.sync(b, load())
+    syncmod.sync(a, load())
+    assert not (a.root / "memory/dogs.md").exists() and (a.root / "memory/cats.md").is_file()

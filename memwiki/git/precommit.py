@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -42,9 +44,30 @@ class HookSetup:
         }
 
 
+def _own_scripts() -> Path | None:
+    """The folder of this memwiki's own executables (its venv's bin), if it has one there."""
+    import sysconfig
+
+    scripts = Path(sysconfig.get_path("scripts"))
+    return scripts if (scripts / "memwiki").exists() else None
+
+
 def find_pre_commit() -> str | None:
     """The `pre-commit` executable on PATH, or None."""
     return shutil.which("pre-commit")
+
+
+def hook_env(env: dict[str, str]) -> dict[str, str]:
+    """env with this memwiki's folder first on PATH: the hooks' `memwiki` is the one running.
+
+    Bug it prevents: run by its full path (not on PATH), sync ran the hooks, which could not
+    find `memwiki`, and reported every valid edit as refused by the lint hook.
+    """
+    scripts = _own_scripts()
+    if scripts is None:
+        return env
+    path = env.get("PATH", os.environ.get("PATH", os.defpath))
+    return {**env, "PATH": os.pathsep.join([str(scripts), path])}
 
 
 def run_install(wiki: Wiki, config_written: bool = False) -> HookSetup:
@@ -105,11 +128,28 @@ def installed_hook(root: Path) -> bool:
         return False
 
 
-def _run_hooks(exe: str, root: Path, paths: list[str], env: dict) -> tuple[bool, str]:
+_INSTALL_PYTHON = re.compile(r"^INSTALL_PYTHON=(.+)$", re.MULTILINE)
+
+
+def hook_command(root: Path) -> list[str] | None:
+    """How `git commit` would run pre-commit in this wiki (the installed hook's own Python
+    first, as its script does, then pre-commit on PATH), or None when it would not."""
+    if not installed_hook(root):
+        return None
+    script = (Path(root) / ".git" / "hooks" / "pre-commit").read_text(errors="replace")
+    found = _INSTALL_PYTHON.search(script)
+    python = found.group(1).strip().strip("'\"") if found else ""
+    if python and os.access(python, os.X_OK):
+        return [python, "-m", "pre_commit"]
+    exe = find_pre_commit()
+    return [exe] if exe else None
+
+
+def _run_hooks(cmd: list[str], root: Path, paths: list[str], env: dict) -> tuple[bool, str]:
     env_skip = {"SKIP": "memwiki-reindex"}  # a rebuild of the cache is not a check
     try:
         done = subprocess.run(
-            [exe, "run", "--hook-stage", "pre-commit", "--files", *paths],
+            [*cmd, "run", "--hook-stage", "pre-commit", "--files", *paths],
             cwd=root,
             capture_output=True,
             text=True,
@@ -121,7 +161,12 @@ def _run_hooks(exe: str, root: Path, paths: list[str], env: dict) -> tuple[bool,
         return False, f"pre-commit could not run: {exc}"
     lines = [ln.strip() for ln in (done.stdout + done.stderr).splitlines() if ln.strip()]
     failed = [ln for ln in lines if ln.endswith("Failed")]
+    # A hook that could not start (pre-commit's own "Executable `x` not found") says so
+    # before any line of the hook's output; that line is the reason, not the first "a: b".
+    broken = [ln for ln in lines if ln.startswith("Executable `") or "not found" in ln]
     detail = next((ln for ln in lines if ":" in ln and not ln.startswith("-")), "")
+    if broken:
+        detail = broken[0]
     reason = (failed[0].split(".")[0].strip() if failed else "a hook failed") + (
         f": {detail}" if detail else ""
     )
@@ -133,11 +178,12 @@ def refused_by_hooks(root: Path, paths: list[str], env: dict[str, str]) -> list[
 
     env is the environment pre-commit runs in (the configuration's child_env).
     """
-    exe = find_pre_commit()
+    cmd = hook_command(Path(root))
     present = [p for p in paths if (Path(root) / p).is_file()]
-    if not present or exe is None or not installed_hook(root):
+    if not present or cmd is None:
         return []
-    ok, reason = _run_hooks(exe, Path(root), present, env)
+    env = hook_env(env)
+    ok, reason = _run_hooks(cmd, Path(root), present, env)
     if ok:
         return []
     refused = []
@@ -145,7 +191,7 @@ def refused_by_hooks(root: Path, paths: list[str], env: dict[str, str]) -> list[
         if n >= MAX_SINGLE_RUNS:
             refused.append({"path": path, "problem": f"pre-commit refused the batch ({reason})"})
             continue
-        ok, why = _run_hooks(exe, Path(root), [path], env)
+        ok, why = _run_hooks(cmd, Path(root), [path], env)
         if not ok:
             refused.append({"path": path, "problem": f"pre-commit hooks refused it ({why})"})
     return refused

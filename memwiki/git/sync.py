@@ -176,26 +176,47 @@ def _merge_message(remote: str, upstream: str, conflicts: list[Conflict]) -> str
     )
 
 
+RENAME_SIMILARITY = 0.5  # git's own default for calling a delete and an add a rename
+
+
+def _similarity(old: pygit2.Blob, new: bytes) -> float:
+    """The share of old's lines that new keeps (1.0: the same bytes)."""
+    if old.data == new:
+        return 1.0
+    lines = old.data.count(b"\n") + (0 if old.data.endswith(b"\n") else 1)
+    _, _, deleted = old.diff_to_buffer(new).line_stats
+    return max(0, lines - deleted) / max(lines, new.count(b"\n") + 1)
+
+
 def _renamed_from(repo, held: set[str]) -> set[str]:
-    """Deleted paths whose content is a held-back file: the other half of a rename stays too."""
+    """Deleted paths a held-back file was renamed from (with or without edits, as git would
+    see a rename): the other half of the rename stays uncommitted too.
+
+    Bug it prevents: a file renamed into an invalid name *and edited* was matched by exact
+    content only, so sync pushed the deletion of the old name and the other devices lost
+    the note while the new file stayed uncommitted here.
+    """
     head = gitstore.head_commit(repo)
     if not held or head is None:
         return set()
-    ids = set()
+    contents = []
     for rel in held:
         try:
-            ids.add(pygit2.hashfile(str(Path(repo.workdir) / rel)))
-        except (OSError, pygit2.GitError):
+            contents.append((Path(repo.workdir) / rel).read_bytes())
+        except OSError:
             continue
     out = set()
     for rel in gitstore.pending_paths(repo):
         if (Path(repo.workdir) / rel).exists():
             continue
         try:
-            if head.tree[rel].id in ids:
-                out.add(rel)
+            old = repo[head.tree[rel].id]
         except KeyError:
             continue
+        if isinstance(old, pygit2.Blob) and any(
+            _similarity(old, data) >= RENAME_SIMILARITY for data in contents
+        ):
+            out.add(rel)
     return out
 
 
