@@ -171,3 +171,23 @@ def test_a_rename_into_an_invalid_name_with_an_edit_keeps_the_old_name_on_the_re
     syncmod.sync(b, load())
     syncmod.sync(a, load())
     assert not (a.root / "memory/dogs.md").exists() and (a.root / "memory/cats.md").is_file()
+
+
+def test_an_unreachable_remote_says_why(tmp_path, cli):
+    """Bug: only git's last "fatal:" line was kept, the generic "Could not read from remote
+    repository.", and ssh's "Connection refused" or git's "does not appear to be a git
+    repository" before it was lost."""
+    import shutil
+    import socket
+
+    w, _ = Wiki.init(tmp_path / "w")
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cases = [(str(tmp_path / "nowhere.git"), "does not appear to be a git repository")]
+    if shutil.which("ssh"):
+        cases.append((f"ssh://someone@127.0.0.1:{port}/w.git", "Connection refused"))
+    for url, why in cases:
+        assert cli("--wiki", w.root, "remote", "add", url)[0] == 0
+        code, _, err = cli("--wiki", w.root, "sync")
+        assert code == 5 and why in err and err.count("\n") == 1, err

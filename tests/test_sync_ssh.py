@@ -363,6 +363,7 @@ def test_http_remote_without_credentials_names_what_was_tried(
     assert not list(tmp_path.glob(".wiki.clone-*"))
     done = run_memwiki("clone", url, tmp_path / "wiki", env={"MEMWIKI_GIT_TOKEN": "wrong"})
     assert done.returncode == 5 and "Authentication failed" in done.stderr
+    assert "the server refused MEMWIKI_GIT_TOKEN" in done.stderr  # not "set the token"
     # Without git (libgit2), the error says what was tried and what needs git.
     done = run_memwiki("clone", url, tmp_path / "wiki", env=no_git)
     assert done.returncode == 5

@@ -71,6 +71,7 @@ class GitRun:
     returncode: int
     stdout: str
     stderr: list[str] = field(default_factory=list)
+    token: bool = False  # MEMWIKI_GIT_TOKEN was offered to the server
 
     @property
     def remote_lines(self) -> list[str]:
@@ -206,6 +207,7 @@ def run_git(args: list[str], config, cwd: Path | None = None) -> GitRun:
         proc.stderr.close()
     lines = [ln.strip() for ln in re.split(r"[\r\n]+", err.decode("utf-8", "replace"))]
     result = GitRun(proc.returncode, out.decode("utf-8", "replace"), [ln for ln in lines if ln])
+    result.token = "MEMWIKI_GIT_TOKEN" in env
     if stalled:
         raise NetworkTimeout(limit)
     return result
@@ -245,12 +247,34 @@ _AUTH = (
 _HOST_KEY = ("host key verification failed", "remote host identification has changed")
 
 
-def _last_fatal(run: GitRun) -> str:
+# What git adds after the real reason of a failed connection, whatever the reason was.
+_GENERIC = (
+    "could not read from remote repository",
+    "please make sure you have the correct access rights",
+    "and the repository exists",
+)
+
+
+def _reason(run: GitRun) -> str:
+    """The line that says why: ssh's "Connection refused", git's "does not appear to be a
+    git repository", rather than the generic "Could not read from remote repository" that
+    follows them (which was all the error used to say)."""
+    lines = [
+        ln
+        for ln in run.stderr
+        if not _PROGRESS.match(ln)
+        and not ln.startswith("remote:")
+        and not any(g in ln.lower() for g in _GENERIC)
+    ]
+    for line in lines:
+        if line.startswith(("fatal:", "error:", "ssh:")):
+            return line.split(":", 1)[1].strip() if not line.startswith("ssh:") else line
+    if lines:
+        return lines[-1]
     for line in reversed(run.stderr):
         if line.startswith(("fatal:", "error:")):
             return line.split(":", 1)[1].strip()
-    interesting = [ln for ln in run.stderr if not _PROGRESS.match(ln)]
-    return interesting[-1] if interesting else f"git exited with code {run.returncode}"
+    return f"git exited with code {run.returncode}"
 
 
 def explain(
@@ -277,11 +301,13 @@ def explain(
         said = said.split(":", 1)[1].strip() if said.startswith(("fatal:", "remote:")) else said
         if kind == "ssh":
             hint = "load a key the server accepts into ssh-agent or name it in ~/.ssh/config"
+        elif run.token:
+            hint = "the server refused MEMWIKI_GIT_TOKEN: check the token and its access"
         else:
             hint = "configure a git credential helper or set MEMWIKI_GIT_TOKEN"
         return StorageError(f"cannot authenticate to {host} over {how} ({said}): {hint}")
     remote = run.remote_lines
-    detail = _last_fatal(run)
+    detail = _reason(run)
     if remote:
         detail = "remote: " + " / ".join(remote) + f" ({detail})"
     return StorageError(f"cannot {action} {redact(url)}: {detail}")
