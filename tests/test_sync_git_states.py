@@ -191,3 +191,24 @@ def test_an_unreachable_remote_says_why(tmp_path, cli):
         assert cli("--wiki", w.root, "remote", "add", url)[0] == 0
         code, _, err = cli("--wiki", w.root, "sync")
         assert code == 5 and why in err and err.count("\n") == 1, err
+
+
+def test_a_wiki_joining_a_remote_whose_only_branch_is_master_syncs_with_master(tmp_path):
+    """Bug: sync pushed a separate `main` beside the remote's `master` ("merged nothing new
+    from the remote"), while `memwiki clone` of the same remote checked out `master`: the
+    two devices never exchanged an edit."""
+    remote = tmp_path / "remote.git"
+    gitcli(tmp_path, "init", "-q", "--bare", "-b", "master", str(remote))
+    seed, _ = Wiki.init(tmp_path / "seed")
+    write(seed.root, "memory/old.md", recall("old", "From master.\n"))
+    seed.commit()
+    gitcli(seed.root, "push", "-q", str(remote), "HEAD:refs/heads/master")
+    w, _ = Wiki.init(tmp_path / "w")
+    write(w.root, "memory/new.md", recall("new", "From the new device.\n"))
+    syncmod.add_remote(w, str(remote))
+    result = syncmod.sync(w, load())
+    assert result.merged == "merge" and result.pushed
+    assert read(w.root, "memory/old.md") == recall("old", "From master.\n")
+    assert gitcli(remote, "branch", "--format=%(refname:short)").split() == ["master"]
+    other = clone_to(remote, tmp_path / "other")
+    assert (other.root / "memory/new.md").is_file()

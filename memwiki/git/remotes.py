@@ -84,6 +84,25 @@ def upstream_branch(repo: pygit2.Repository, branch: str, remote: str) -> str:
     return branch
 
 
+def fetched_upstream(repo: pygit2.Repository, branch: str, remote: str) -> str:
+    """upstream_branch, once the remote's branches are fetched: a branch with no upstream,
+    whose name the remote lacks, syncs with the remote's only branch.
+
+    Bug it prevents: a wiki made with `init --remote` onto a remote whose one branch is
+    `master` pushed a separate `main` beside it, and the devices never exchanged edits.
+    """
+    name = upstream_branch(repo, branch, remote)
+    if f"branch.{branch}.merge" in repo.config or lookup(repo, f"refs/remotes/{remote}/{name}"):
+        return name
+    prefix = f"{remote}/"
+    names = [
+        b[len(prefix) :]
+        for b in repo.branches.remote
+        if b.startswith(prefix) and not b.endswith("/HEAD")
+    ]
+    return names[0] if len(names) == 1 else name
+
+
 def set_upstream(repo: pygit2.Repository, branch: str, remote: str, upstream: str) -> None:
     """Record the upstream branch once, as `git push -u` would."""
     cfg = repo.config

@@ -40,6 +40,7 @@ from .remotes import (  # noqa: F401 (the devices API in one place)
     DEFAULT_REMOTE,
     add_remote,
     clone,
+    fetched_upstream,
     get_remote,
     lookup,
     normalize_url,
@@ -342,11 +343,11 @@ def sync(
                 ref_name, _ = current_branch_head(repo)
             branch = ref_name.removeprefix("refs/heads/")
             result = SyncResult(remote, branch)
-            upstream = upstream_branch(repo, branch, remote)
-            tracking = f"refs/remotes/{remote}/{upstream}"
             # The network first: a remote that cannot be reached (or a wrong key) stops the
             # sync before anything in the wiki changes; hand edits are committed right after.
             result.messages += network.fetch(repo, remote, config)
+            upstream = fetched_upstream(repo, branch, remote)
+            tracking = f"refs/remotes/{remote}/{upstream}"
             checkpoint("fetched")
             while True:
                 with wiki.write_lock():
