@@ -212,3 +212,21 @@ def test_a_wiki_joining_a_remote_whose_only_branch_is_master_syncs_with_master(t
     assert gitcli(remote, "branch", "--format=%(refname:short)").split() == ["master"]
     other = clone_to(remote, tmp_path / "other")
     assert (other.root / "memory/new.md").is_file()
+
+
+def test_restore_in_a_shallow_clone_says_the_history_is_missing(tmp_path, cli):
+    """Bug: in a `git clone --depth 1` copy, restore said the file "did not exist before" the
+    shallow cut-off commit, which only looks like its creation."""
+    remote, seed = seeded_remote(tmp_path, {"memory/cats.md": recall("cats", "One.\n")})
+    write(seed.root, "memory/cats.md", recall("cats", "Two.\n"))
+    syncmod.sync(seed, load())
+    shallow = tmp_path / "shallow"
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "1", f"file://{remote}", str(shallow)], check=True
+    )
+    code, _, err = cli("--wiki", shallow, "restore", "memory/cats")
+    assert code == 4 and "git fetch --unshallow" in err, err
+    gitcli(shallow, "fetch", "-q", "--unshallow")
+    code, _, err = cli("--wiki", shallow, "restore", "memory/cats")
+    assert code == 0, err
+    assert read(shallow, "memory/cats.md") == recall("cats", "One.\n")

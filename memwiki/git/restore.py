@@ -76,6 +76,12 @@ def _before_last_change(repo: pygit2.Repository, rel: str, ref: str):
             change = next(c for c in entry.changes if name in (c.path, c.old_path))
             before = change.old_path if change.path == name and change.old_path else name
             blob = _blob_at(commit.parents[0], before) if commit.parents else None
+            if blob is None and not commit.parents and repo.is_shallow:
+                # A shallow clone's oldest commit only looks like the file's creation.
+                raise StateError(
+                    f"{rel}: its history before {str(commit.id)[:12]} is not in this shallow "
+                    "clone: run `git fetch --unshallow` in the wiki, then restore again"
+                )
             if blob is None:
                 raise StateError(
                     f"{rel} did not exist before {str(commit.id)[:12]}, which created it: "
