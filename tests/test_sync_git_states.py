@@ -230,3 +230,31 @@ def test_restore_in_a_shallow_clone_says_the_history_is_missing(tmp_path, cli):
     code, _, err = cli("--wiki", shallow, "restore", "memory/cats")
     assert code == 0, err
     assert read(shallow, "memory/cats.md") == recall("cats", "One.\n")
+
+
+DOGS = "Dogs bark.\nLine two.\nLine three.\nLine four.\n"
+
+
+@pytest.mark.parametrize("renamer_syncs", ["second", "first"])
+def test_a_rename_against_an_edit_of_the_same_lines_keeps_the_rename_and_copies_the_edit(
+    tmp_path, renamer_syncs
+):
+    """Bug: both files were kept, the old name brought back with the other side's edit and
+    the renamed file reported as "deleted-by-theirs": two copies of one note, unflagged."""
+    _, a, b = _devices(tmp_path, {"memory/dogs.md": recall("dogs", DOGS)})
+    (b.root / "memory/dogs.md").unlink()
+    write(b.root, "memory/hounds.md", recall("hounds", DOGS.replace("Dogs bark", "Hounds bay")))
+    write(a.root, "memory/dogs.md", recall("dogs", DOGS.replace("Dogs bark", "Dogs bark loudly")))
+    first, second = (a, b) if renamer_syncs == "second" else (b, a)
+    syncmod.sync(first, load())
+    result = syncmod.sync(second, load())
+    (conflict,) = result.conflicts
+    assert conflict.kind == "renamed-and-edited" and conflict.path == "memory/hounds.md"
+    assert conflict.kept == ("ours" if renamer_syncs == "second" else "theirs")
+    assert conflict.copy is not None and conflict.copy.startswith("memory/hounds.conflict-")
+    syncmod.sync(first, load())
+    for w in (a, b):
+        assert not (w.root / "memory/dogs.md").exists()
+        assert "Hounds bay" in read(w.root, "memory/hounds.md")
+        copy = read(w.root, conflict.copy)
+        assert "Dogs bark loudly" in copy and "conflict_of: memory/hounds" in copy

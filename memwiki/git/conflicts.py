@@ -10,6 +10,8 @@ Used by memorize commit (label ``run-<id>``) and by sync (label ``remote``):
 - one side deleted a file the other changed: the changed version stays;
 - one side has a file where the other has a folder: the folder stays and the file is
   written beside it as a copy (git cannot hold both at one path);
+- one side renamed a file (edited or not) that the other side edited: the rename stays,
+  and the other side's version is written beside the new name as a copy;
 - a file inside a dot-folder (``.obsidian/``, ``.trash/``: an app's per-device state) gets
   no copy, since a new file there is a write into the app's own folder: ours wins, and
   theirs stays in git history (the merge commit's second parent);
@@ -30,6 +32,7 @@ import pygit2
 from .. import markdown
 from ..errors import InvalidInput
 from ..recallfile import COPY_RE
+from . import repo as gitstore
 
 LABEL_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,80}$")
 # Stamps memorize commit writes on every changed file, and which of two values wins.
@@ -44,7 +47,9 @@ class Conflict:
     """One resolved conflict: which version stayed at path and where the other one went."""
 
     path: str
-    kind: str  # both-modified | both-added | deleted-by-ours | deleted-by-theirs | file-and-folder
+    # both-modified | both-added | deleted-by-ours | deleted-by-theirs | file-and-folder |
+    # renamed-and-edited (kept: the side that renamed; copy: the other side's edit)
+    kind: str
     kept: str  # ours | theirs (for file-and-folder: whose folder stayed)
     copy: str | None = None
 
@@ -180,10 +185,17 @@ def resolve_conflicts(
         raise InvalidInput(f"conflict label {label!r} is not lowercase letters, digits, hyphens")
     resolved: list[Conflict] = []
     pending = list(index.conflicts) if index.conflicts is not None else []
+    renames = _renames(repo, pending)
+    moved = {entry.path for _, entry in renames.values()}
     for anc, ours, theirs in pending:
         for entry in (anc, ours, theirs):
             if entry is not None and index.conflicts is not None and entry.path in index.conflicts:
                 del index.conflicts[entry.path]
+        if anc is None and (ours or theirs) is not None and (ours or theirs).path in moved:
+            continue  # the new name of a renamed file: resolved with its old name below
+        if anc is not None and anc.path in renames:
+            resolved.append(_resolve_rename(repo, index, label, renames[anc.path], ours, theirs))
+            continue
         if ours is not None and theirs is not None:
             merged = _merge_ignoring_updated(repo, anc, ours, theirs)
             if merged is not None:
@@ -211,6 +223,54 @@ def resolve_conflicts(
             resolved.append(Conflict(survivor.path, kind, kept))
         # both sides deleted it: nothing to keep and nothing lost
     return index.write_tree(repo), resolved
+
+
+Entry = pygit2.IndexEntry
+
+
+def _renames(repo: pygit2.Repository, pending: list) -> dict[str, tuple[str, Entry]]:
+    """{old path: (side, entry at the new path)} for each file one side renamed (edited or
+    not) while the other side changed it: libgit2 leaves the old path without the renaming
+    side's stage and the new path as a conflict of that side alone."""
+    alone: dict[str, list[Entry]] = {
+        "ours": [o for a, o, t in pending if a is None and t is None and o is not None],
+        "theirs": [t for a, o, t in pending if a is None and o is None and t is not None],
+    }
+    found: dict[str, tuple[str, Entry]] = {}
+    for anc, ours, theirs in pending:
+        if anc is None or (ours is None) == (theirs is None):
+            continue
+        side = "ours" if ours is None else "theirs"  # the side that no longer has the old path
+        old = repo[anc.id]
+        for entry in alone[side]:
+            if gitstore.similarity(old, repo[entry.id].data) >= gitstore.RENAME_SIMILARITY:
+                found[anc.path] = (side, entry)
+                alone[side].remove(entry)
+                break
+    return found
+
+
+def _resolve_rename(
+    repo: pygit2.Repository,
+    index: pygit2.Index,
+    label: str,
+    rename: tuple[str, Entry],
+    ours: Entry | None,
+    theirs: Entry | None,
+) -> Conflict:
+    """The rename stays; the other side's edit of the old file goes beside the new name.
+
+    Bug it prevents: both files were kept, the old name resurrected with the edit and the
+    new one reported as "deleted-by-theirs", duplicates that nothing pointed out.
+    """
+    side, renamed = rename
+    edited = theirs if side == "ours" else ours
+    assert edited is not None
+    index.add(Entry(renamed.path, renamed.id, renamed.mode))
+    if in_dot_folder(renamed.path):
+        return Conflict(renamed.path, "renamed-and-edited", side)
+    copy = _write_copy(repo, index, Entry(renamed.path, edited.id, edited.mode), label)
+    return Conflict(renamed.path, "renamed-and-edited", side, copy)
 
 
 def _is_folder(index: pygit2.Index, path: str) -> bool:

@@ -118,6 +118,18 @@ def refuse_unfinished(repo: pygit2.Repository, index: pygit2.Index | None = None
         raise StateError(f"{problem}; then run the memwiki command again")
 
 
+RENAME_SIMILARITY = 0.5  # git's own default for calling a delete and an add a rename
+
+
+def similarity(old: pygit2.Blob, new: bytes) -> float:
+    """The share of old's lines that new keeps (1.0: the same bytes), as renames are judged."""
+    if old.data == new:
+        return 1.0
+    lines = old.data.count(b"\n") + (0 if old.data.endswith(b"\n") else 1)
+    _, _, deleted = old.diff_to_buffer(new).line_stats
+    return max(0, lines - deleted) / max(lines, new.count(b"\n") + 1)
+
+
 def _private(path: str) -> bool:
     return path == SIDECAR_PREFIX.rstrip("/") or path.startswith(SIDECAR_PREFIX)
 

@@ -177,18 +177,6 @@ def _merge_message(remote: str, upstream: str, conflicts: list[Conflict]) -> str
     )
 
 
-RENAME_SIMILARITY = 0.5  # git's own default for calling a delete and an add a rename
-
-
-def _similarity(old: pygit2.Blob, new: bytes) -> float:
-    """The share of old's lines that new keeps (1.0: the same bytes)."""
-    if old.data == new:
-        return 1.0
-    lines = old.data.count(b"\n") + (0 if old.data.endswith(b"\n") else 1)
-    _, _, deleted = old.diff_to_buffer(new).line_stats
-    return max(0, lines - deleted) / max(lines, new.count(b"\n") + 1)
-
-
 def _renamed_from(repo, held: set[str]) -> set[str]:
     """Deleted paths a held-back file was renamed from (with or without edits, as git would
     see a rename): the other half of the rename stays uncommitted too.
@@ -215,7 +203,7 @@ def _renamed_from(repo, held: set[str]) -> set[str]:
         except KeyError:
             continue
         if isinstance(old, pygit2.Blob) and any(
-            _similarity(old, data) >= RENAME_SIMILARITY for data in contents
+            gitstore.similarity(old, data) >= gitstore.RENAME_SIMILARITY for data in contents
         ):
             out.add(rel)
     return out
