@@ -26,6 +26,7 @@ import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
+from typing import TypeAlias
 
 import pygit2
 
@@ -191,8 +192,9 @@ def resolve_conflicts(
         for entry in (anc, ours, theirs):
             if entry is not None and index.conflicts is not None and entry.path in index.conflicts:
                 del index.conflicts[entry.path]
-        if anc is None and (ours or theirs) is not None and (ours or theirs).path in moved:
-            continue  # the new name of a renamed file: resolved with its old name below
+        alone = ours if theirs is None else theirs if ours is None else None
+        if anc is None and alone is not None and alone.path in moved:
+            continue  # the new name of a renamed file: resolved with its old name
         if anc is not None and anc.path in renames:
             resolved.append(_resolve_rename(repo, index, label, renames[anc.path], ours, theirs))
             continue
@@ -225,7 +227,7 @@ def resolve_conflicts(
     return index.write_tree(repo), resolved
 
 
-Entry = pygit2.IndexEntry
+Entry: TypeAlias = pygit2.IndexEntry
 
 
 def _renames(repo: pygit2.Repository, pending: list) -> dict[str, tuple[str, Entry]]:
