@@ -36,6 +36,28 @@ def test_retrieve_markdown_block(demo, cli):
     assert "(lines " in out
 
 
+def test_retrieve_vector_mode_without_an_embedder_is_exit_4(demo, run_memwiki):
+    """`--mode vector` with embed = none or an unusable model answered from BM25 with exit 0
+    on the CLI's progressive path, although the docs promise exit 4."""
+    for env in ({"MEMWIKI_EMBED": "none"}, {"MEMWIKI_EMBED_MODEL_DIR": "/nonexistent"}):
+        for extra in ([], ["--deadline", "5000"]):
+            done = run_memwiki(
+                "--wiki",
+                demo.root,
+                "retrieve",
+                "deploy",
+                "--mode",
+                "vector",
+                "--json",
+                *extra,
+                env=env,
+            )
+            assert done.returncode == 4, (env, extra, done.stdout)
+            error = json.loads(done.stdout)["error"]
+            assert error["exit_code"] == 4
+            assert error["message"].startswith("vector mode needs an embedder: ")
+
+
 def test_retrieve_json_schema_and_line_ranges(demo, cli):
     code, out, _ = cli(
         "--wiki",
