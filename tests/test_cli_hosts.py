@@ -297,6 +297,20 @@ def test_hook_searches_a_huge_prompt_within_its_budget(wiki, run_memwiki, bm25_e
     assert hook_log(wiki.root) == []
 
 
+def test_hook_with_a_lone_surrogate_answers_and_logs_one_line(wiki, run_memwiki, bm25_env):
+    """JSON allows "\\ud800", which UTF-8 cannot encode: the hook exited 70 with an
+    internal error and logged nothing, breaking its always-exit-0 contract."""
+    seed(wiki)
+    assert run_memwiki("--wiki", wiki.root, "reindex").returncode == 0
+    stdin = b'{"prompt": "\\ud800 how do I ship a release of the billing service?"}'
+    done, _ = hook(run_memwiki, wiki.root, stdin)
+    assert (done.returncode, done.stderr) == (0, "")
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "## skill/release-billing-service.md" in context
+    [line] = hook_log(wiki.root)
+    assert "hook claude-code: malformed input: unpaired surrogate" in line
+
+
 def test_hook_without_a_wiki_is_silent_and_creates_nothing(run_memwiki, tmp_path, bm25_env):
     nowhere = tmp_path / "no-wiki"
     done, _ = hook(run_memwiki, nowhere, HOOK_INPUT)

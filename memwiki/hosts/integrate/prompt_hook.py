@@ -77,6 +77,11 @@ def hook_query(prompt: str, ends: int = QUERY_END_CHARS) -> str:
     return f"{head} {tail}"
 
 
+def without_lone_surrogates(text: str) -> str:
+    """text with each unpaired surrogate (JSON allows "\\ud800") replaced by U+FFFD."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def hook_output(context: str) -> str:
     """The stdout that adds context to this turn (hookSpecificOutput.additionalContext)."""
     out = {"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext": context}}
@@ -115,6 +120,10 @@ def run_claude_code_hook(
     prompt = payload.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         return _fail(log_path, "malformed input: no prompt", started)
+    clean = without_lone_surrogates(prompt)
+    if clean != prompt:  # it would reach stdout in the answer, which UTF-8 cannot encode
+        _log(log_path, "malformed input: unpaired surrogate in the prompt, replaced", started)
+        prompt = clean
     if config.bridging_run:
         return 0, ""  # the scheduled memorize run works from its job files, not from memory
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
@@ -208,6 +217,7 @@ def run_hook_process(load_config: Callable[[], Config], started: float | None = 
     started = time.monotonic() if started is None else started
     out = ""
     cfg = None
+    log = None
     status: dict = {}
     try:
         stdin_text = sys.stdin.buffer.read().decode("utf-8", "replace")
@@ -217,7 +227,8 @@ def run_hook_process(load_config: Callable[[], Config], started: float | None = 
         log = hook_log_path(cfg) if (cfg.wiki_path / ".git").exists() else None
         retrieve_fn = retrieve_for(cfg, started + budget - ANSWER_MARGIN_S, status)
         _, out = run_claude_code_hook(stdin_text, cfg, retrieve_fn, budget, log, started)
-    except BaseException:  # the prompt must reach the model whatever happens here
+    except BaseException as exc:  # the prompt must reach the model whatever happens here
+        _log(log, f"internal error: {type(exc).__name__}", started)
         out = ""
     try:
         if out:
@@ -227,6 +238,8 @@ def run_hook_process(load_config: Callable[[], Config], started: float | None = 
         # Nobody reads our answer any more; exiting now keeps Python's final flush of the
         # broken pipe from turning exit 0 into 120.
         os._exit(0)
+    except Exception as exc:  # an answer stdout cannot encode: nothing of it was written
+        _log(log, f"answer not written: {type(exc).__name__}", started)
     if any(t.name == WORKER_NAME and t.is_alive() for t in threading.enumerate()):
         # Past its budget even for BM25. Only when that was index work (a first build, a
         # repair, many changed files) is it finished in the background; a retrieval that
