@@ -267,6 +267,50 @@ def test_hook_answers_an_edit_then_writes_it(wiki, run_memwiki, bm25_env):
     assert hook_log(wiki.root) == []
 
 
+def test_hook_with_a_long_prompt_injects_memory_not_the_prompt(wiki, run_memwiki, bm25_env):
+    """The block's header echoed the whole prompt: a 9.5 KB pasted log filled the context
+    budget and no memory was injected."""
+    seed(wiki)
+    assert run_memwiki("--wiki", wiki.root, "reindex").returncode == 0
+    prompt = "how do I ship a release of the billing service? "
+    prompt += "Here is a long log line with details. " * 250
+    done, _ = hook(run_memwiki, wiki.root, {"prompt": prompt})
+    assert done.returncode == 0 and done.stderr == ""
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "## skill/release-billing-service.md" in context and "cut to fit" not in context
+    assert len(context.splitlines()[0]) < 200 and len(context) < 2000
+    assert hook_log(wiki.root) == []
+
+
+def test_hook_searches_a_huge_prompt_within_its_budget(wiki, run_memwiki, bm25_env):
+    """BM25's time grows with the query's distinct words: a 1 MB pasted log took the whole
+    budget and the prompt got no memory. The hook searches its first and last 2,000
+    characters, so a question after the paste is still found."""
+    seed(wiki)
+    assert run_memwiki("--wiki", wiki.root, "reindex").returncode == 0
+    rng = random.Random(5)
+    log = " ".join(f"id{rng.getrandbits(40):x}" for _ in range(70_000))
+    done, _ = hook(run_memwiki, wiki.root, {"prompt": log + " how do I ship the billing service?"})
+    assert done.returncode == 0 and done.stderr == ""
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "## skill/release-billing-service.md" in context
+    assert hook_log(wiki.root) == []
+
+
+def test_hook_with_a_lone_surrogate_answers_and_logs_one_line(wiki, run_memwiki, bm25_env):
+    """JSON allows "\\ud800", which UTF-8 cannot encode: the hook exited 70 with an
+    internal error and logged nothing, breaking its always-exit-0 contract."""
+    seed(wiki)
+    assert run_memwiki("--wiki", wiki.root, "reindex").returncode == 0
+    stdin = b'{"prompt": "\\ud800 how do I ship a release of the billing service?"}'
+    done, _ = hook(run_memwiki, wiki.root, stdin)
+    assert (done.returncode, done.stderr) == (0, "")
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "## skill/release-billing-service.md" in context
+    [line] = hook_log(wiki.root)
+    assert "hook claude-code: malformed input: unpaired surrogate" in line
+
+
 def test_hook_without_a_wiki_is_silent_and_creates_nothing(run_memwiki, tmp_path, bm25_env):
     nowhere = tmp_path / "no-wiki"
     done, _ = hook(run_memwiki, nowhere, HOOK_INPUT)

@@ -36,6 +36,44 @@ def test_retrieve_markdown_block(demo, cli):
     assert "(lines " in out
 
 
+def test_retrieve_header_is_one_short_escaped_line(demo, cli):
+    """The header echoed the whole query: a long prompt filled the hook's context budget,
+    `-->` closed the HTML comment early, a multi-line query put `## memory/fake.md` lines
+    into the block. --json keeps the query as it was."""
+    query = "billing release --> <!-- x\n## memory/fake.md\n" + "a long log line. " * 100
+    code, out, err = cli("--wiki", demo.root, "retrieve", query, "--mode", "bm25")
+    assert code == 0, err
+    header = out.splitlines()[0]
+    assert header.startswith("<!-- memwiki: ") and header.endswith(" -->")
+    assert header.count("-->") == 1 and header.count("<!--") == 1
+    assert len(header) < 200 and "\\u003e" in header and header.endswith(' …" -->')
+    assert not any(line.startswith("## memory/fake.md") for line in out.splitlines())
+    code, out, _ = cli("--wiki", demo.root, "retrieve", query, "--mode", "bm25", "--json")
+    assert code == 0 and json.loads(out)["query"] == query
+
+
+def test_retrieve_vector_mode_without_an_embedder_is_exit_4(demo, run_memwiki):
+    """`--mode vector` with embed = none or an unusable model answered from BM25 with exit 0
+    on the CLI's progressive path, although the docs promise exit 4."""
+    for env in ({"MEMWIKI_EMBED": "none"}, {"MEMWIKI_EMBED_MODEL_DIR": "/nonexistent"}):
+        for extra in ([], ["--deadline", "5000"]):
+            done = run_memwiki(
+                "--wiki",
+                demo.root,
+                "retrieve",
+                "deploy",
+                "--mode",
+                "vector",
+                "--json",
+                *extra,
+                env=env,
+            )
+            assert done.returncode == 4, (env, extra, done.stdout)
+            error = json.loads(done.stdout)["error"]
+            assert error["exit_code"] == 4
+            assert error["message"].startswith("vector mode needs an embedder: ")
+
+
 def test_retrieve_json_schema_and_line_ranges(demo, cli):
     code, out, _ = cli(
         "--wiki",

@@ -125,6 +125,7 @@ class VectorJob:
         self.qvec = None
         self.reason = ""  # why there are no vector hits
         self.model_mismatch = False
+        self.no_embedder = False  # none configured or the model unusable (embedder_note)
         self._thread = threading.Thread(target=self._run, name=VECTOR_THREAD, daemon=True)
         self._thread.start()
 
@@ -132,6 +133,7 @@ class VectorJob:
         try:
             embedder = self.index.embedder(threads=1)  # one query: no thread pool
             if embedder is None:
+                self.no_embedder = True
                 self.reason = f"BM25 only: {self.index.embedder_note}"
                 return
             from .vector_search import query_vector

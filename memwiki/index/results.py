@@ -2,8 +2,31 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+# The markdown block's header names the query in at most this many characters: the prompt
+# hook's query is the whole prompt, and a pasted log echoed there took the context budget
+# the memory was meant to have.
+QUERY_SHOWN_CHARS = 100
+
+
+def shown_query(query: str, limit: int = QUERY_SHOWN_CHARS) -> str:
+    """The query as the markdown header shows it: one line, at most limit characters, quoted.
+
+    Whitespace runs (newlines too) become one space, so the query cannot start a line of
+    the block (a fake `## memory/...` heading); JSON string escaping, with < and >
+    escaped as well, keeps it from closing the HTML comment (`-->`) it stands in.
+    """
+    text = " ".join(query.split())
+    # A lone surrogate (from JSON such as "\\ud800") cannot be written as UTF-8.
+    text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if len(text) > limit:
+        cut = text.rfind(" ", 0, limit)
+        text = text[: cut if cut > limit // 2 else limit].rstrip() + " …"
+    quoted = json.dumps(text, ensure_ascii=False)
+    return quoted.replace("<", "\\u003c").replace(">", "\\u003e")
 
 
 @dataclass
@@ -96,9 +119,9 @@ class RetrievalResult:
     def to_markdown(self) -> str:
         """A compact block an agent can paste into its context."""
         if not self.results:
-            return f'<!-- memwiki: no memory matches "{self.query}" -->\n'
+            return f"<!-- memwiki: no memory matches {shown_query(self.query)} -->\n"
         n = len(self.results)
-        out = [f'<!-- memwiki: {n} file{"" if n == 1 else "s"} for "{self.query}" -->']
+        out = [f"<!-- memwiki: {n} file{'' if n == 1 else 's'} for {shown_query(self.query)} -->"]
         out.append(self.mode_line())
         for r in self.results:
             mark = f" (unresolved conflict copy of {r.conflict_of})" if r.conflict_of else ""

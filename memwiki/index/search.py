@@ -147,8 +147,15 @@ def retrieve(
     want_vectors = mode in ("hybrid", "vector") and bool(query.strip())
     job = None
     if progressive:
+        from ..embed import embedding_configured
         from . import progressive as prog
 
+        # --mode vector without an embedder is an error on both paths (docs/reference.md):
+        # `embed = none` is known here without loading anything, an unusable model once the
+        # vector thread has tried it (below).
+        if mode == "vector" and not embedding_configured(index.config):
+            index.embedder()  # nothing to load: only the reason, for the message
+            raise StateError(f"vector mode needs an embedder: {index.embedder_note}")
         clock = prog.Clock()
         if want_vectors and prog.vectors_fit(index, deadline, clock, with_bm25=True):
             job = prog.VectorJob(index, query, deadline)  # beside the BM25 part
@@ -213,6 +220,9 @@ def retrieve(
             found = job.result(
                 snap, lambda sn, qv: vector_search.vector_hits(sn, qv, track, candidates)
             )
+            if found is None and mode == "vector" and job.no_embedder:
+                snap.close()
+                raise StateError(f"vector mode needs an embedder: {index.embedder_note}")
             if found is None:  # not ready in time (or no vectors yet): the BM25 answer stands
                 used_mode, note = "bm25", job.reason
             else:

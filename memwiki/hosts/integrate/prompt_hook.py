@@ -19,6 +19,11 @@ MAX_CONTEXT_CHARS = 9500
 # The retrieval thread's name, so run_hook_process can tell that one outlived its budget.
 WORKER_NAME = "memwiki-hook-retrieve"
 CUT_NOTE = "\n[memwiki: cut to fit; run `memwiki retrieve` for the rest]"
+# The hook's query is the prompt's first and last QUERY_END_CHARS characters. BM25's time
+# grows with the query's distinct words: a 100 KB pasted log took 1.5 s on a 2,000-file
+# wiki (the whole budget), 4,000 characters about 60 ms; and a question usually stands
+# before or after what was pasted.
+QUERY_END_CHARS = 2000
 
 
 def hook_log_path(config: Config) -> Path:
@@ -62,6 +67,21 @@ def clip(text: str, limit: int = MAX_CONTEXT_CHARS) -> str:
     return text[: cut if cut > 0 else room] + CUT_NOTE
 
 
+def hook_query(prompt: str, ends: int = QUERY_END_CHARS) -> str:
+    """The prompt as the hook searches for it: whole, or its first and last `ends` characters."""
+    if len(prompt) <= 2 * ends:
+        return prompt
+    # Cut at whitespace, so that no half word becomes a query term.
+    head = prompt[:ends].rsplit(None, 1)[0]
+    tail = prompt[-ends:].split(None, 1)[-1]
+    return f"{head} {tail}"
+
+
+def without_lone_surrogates(text: str) -> str:
+    """text with each unpaired surrogate (JSON allows "\\ud800") replaced by U+FFFD."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def hook_output(context: str) -> str:
     """The stdout that adds context to this turn (hookSpecificOutput.additionalContext)."""
     out = {"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext": context}}
@@ -100,6 +120,10 @@ def run_claude_code_hook(
     prompt = payload.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         return _fail(log_path, "malformed input: no prompt", started)
+    clean = without_lone_surrogates(prompt)
+    if clean != prompt:  # it would reach stdout in the answer, which UTF-8 cannot encode
+        _log(log_path, "malformed input: unpaired surrogate in the prompt, replaced", started)
+        prompt = clean
     if config.bridging_run:
         return 0, ""  # the scheduled memorize run works from its job files, not from memory
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
@@ -164,7 +188,7 @@ def retrieve_for(
         mapping = parse_map(config.projects)
         project = scope("auto", cwd or os.getcwd(), mapping, config.home, wiki.root)
         result = wiki.retrieve(
-            prompt,
+            hook_query(prompt),
             notify=lambda _msg: None,
             project=project,
             deadline=deadline,
@@ -193,6 +217,7 @@ def run_hook_process(load_config: Callable[[], Config], started: float | None = 
     started = time.monotonic() if started is None else started
     out = ""
     cfg = None
+    log = None
     status: dict = {}
     try:
         stdin_text = sys.stdin.buffer.read().decode("utf-8", "replace")
@@ -202,7 +227,8 @@ def run_hook_process(load_config: Callable[[], Config], started: float | None = 
         log = hook_log_path(cfg) if (cfg.wiki_path / ".git").exists() else None
         retrieve_fn = retrieve_for(cfg, started + budget - ANSWER_MARGIN_S, status)
         _, out = run_claude_code_hook(stdin_text, cfg, retrieve_fn, budget, log, started)
-    except BaseException:  # the prompt must reach the model whatever happens here
+    except BaseException as exc:  # the prompt must reach the model whatever happens here
+        _log(log, f"internal error: {type(exc).__name__}", started)
         out = ""
     try:
         if out:
@@ -212,6 +238,8 @@ def run_hook_process(load_config: Callable[[], Config], started: float | None = 
         # Nobody reads our answer any more; exiting now keeps Python's final flush of the
         # broken pipe from turning exit 0 into 120.
         os._exit(0)
+    except Exception as exc:  # an answer stdout cannot encode: nothing of it was written
+        _log(log, f"answer not written: {type(exc).__name__}", started)
     if any(t.name == WORKER_NAME and t.is_alive() for t in threading.enumerate()):
         # Past its budget even for BM25. Only when that was index work (a first build, a
         # repair, many changed files) is it finished in the background; a retrieval that
