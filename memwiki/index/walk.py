@@ -65,6 +65,10 @@ def _walk_dir(
                     continue  # a link leading outside the wiki is never followed
                 info = os.stat(name, dir_fd=fd)
                 kind = stat.S_IFMT(info.st_mode)
+                if kind == stat.S_IFDIR:
+                    # Never followed, as `list` and `lint` do not: a link to `.` or to
+                    # another track would index the same files again under other paths.
+                    continue
         except OSError:
             continue
         if kind == stat.S_IFDIR:
