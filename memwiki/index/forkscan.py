@@ -301,7 +301,9 @@ def scan_paths(
             continue
         try:
             sha = file_sha256(root / rel)
-        except OSError:
+        except OSError as exc:
+            if not isinstance(exc, FileNotFoundError) or os.path.lexists(root / rel):
+                changes.changed.append(rel)  # indexed as a problem saying why, as in scan
             continue
         if entry is not None and entry.sha256 == sha:
             if (entry.size, entry.mtime_ns) != found:
@@ -317,12 +319,15 @@ def _stat_as_walked(root: Path, rel: str) -> st.Stat | None:
     path = os.path.join(root, rel)
     try:
         info = os.lstat(path)
-        if stat.S_ISLNK(info.st_mode):
-            if not os.path.realpath(path).startswith(os.path.realpath(root) + os.sep):
-                return None  # a link leading outside the wiki is never followed
-            info = os.stat(path)
     except OSError:
         return None
+    if stat.S_ISLNK(info.st_mode):
+        if not os.path.realpath(path).startswith(os.path.realpath(root) + os.sep):
+            return None  # a link leading outside the wiki is never followed
+        try:
+            info = os.stat(path)
+        except OSError:  # a loop or a dangling link: the walk lists the link itself
+            return (info.st_size, info.st_mtime_ns) if rel.endswith(".md") else None
     if not stat.S_ISREG(info.st_mode) or not rel.endswith(".md"):
         return None
     return info.st_size, info.st_mtime_ns

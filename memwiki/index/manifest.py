@@ -15,6 +15,7 @@ gone, the rows appended after the base's, and the physical row slots that are de
 
 from __future__ import annotations
 
+import os
 import pickle
 import time
 from collections.abc import Callable
@@ -300,7 +301,13 @@ def scan(
         entry = files.get(rel)
         try:
             sha = file_sha256(root / rel)
-        except OSError:
+        except OSError as exc:
+            if isinstance(exc, FileNotFoundError) and not os.path.lexists(root / rel):
+                continue  # gone since the walk: the next scan finds it deleted
+            # Unreadable (no permission, a symlink loop or a dangling one, a folder that
+            # cannot be listed): indexed as a problem that says why, not silently left out
+            # (and, with its stat known, not tried again on every scan).
+            changes.changed.append(rel)
             continue
         if entry is not None and entry.sha256 == sha:
             size, mtime = stats[rel]

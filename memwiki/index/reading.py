@@ -26,7 +26,10 @@ def read_file_items(
     except OSError as exc:
         data, problem = b"", f"cannot read: {exc.strerror}"
     sha = sha or hashlib.sha256(data).hexdigest()
-    entry = st.FileEntry(len(data), stat[1] if stat else 0, sha)
+    # An unreadable file keeps the walk's size: with its stat unchanged, the next scan
+    # takes it as known and does not try (and report) it again.
+    size = stat[0] if problem is not None and stat else len(data)
+    entry = st.FileEntry(size, stat[1] if stat else 0, sha)
     if problem is None:
         problem = rfmod.size_problem(len(data))  # larger files are reported, not indexed
     if problem is None:

@@ -33,7 +33,8 @@ def walk(root: Path, watch: Watch | None = None) -> dict[str, Stat]:
         directory, rel = stack.pop()
         try:
             fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        except OSError:
+        except OSError as exc:
+            _unreadable(directory, rel, exc, found)
             continue
         try:
             _walk_dir(fd, directory, rel, root_real, stack, found, watch)
@@ -49,7 +50,8 @@ def _walk_dir(
 ) -> None:
     try:
         names = os.listdir(fd)
-    except OSError:
+    except OSError as exc:
+        _unreadable(directory, rel, exc, found)
         return
     known = watch.known.get if watch is not None and watch.known is not None else None
     since = watch.since if watch is not None else 0
@@ -58,15 +60,25 @@ def _walk_dir(
             continue
         try:
             info = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            kind = stat.S_IFMT(info.st_mode)
-            if kind == stat.S_IFLNK:
-                real = os.path.realpath(f"{directory}/{name}")
-                if not real.startswith(root_real + os.sep):
-                    continue  # a link leading outside the wiki is never followed
-                info = os.stat(name, dir_fd=fd)
-                kind = stat.S_IFMT(info.st_mode)
         except OSError:
-            continue
+            continue  # gone since the listing
+        kind = stat.S_IFMT(info.st_mode)
+        if kind == stat.S_IFLNK:
+            real = os.path.realpath(f"{directory}/{name}")
+            if not real.startswith(root_real + os.sep):
+                continue  # a link leading outside the wiki is never followed
+            try:
+                info = os.stat(name, dir_fd=fd)
+            except OSError:
+                # A loop or a dangling link: listed as the link itself, so that reading it
+                # fails and says why, as `list` and `lint` do (fsutil.markdown_files).
+                kind = stat.S_IFREG
+            else:
+                kind = stat.S_IFMT(info.st_mode)
+                if kind == stat.S_IFDIR:
+                    # Never followed, as `list` and `lint` do not: a link to `.` or to
+                    # another track would index the same files again under other paths.
+                    continue
         if kind == stat.S_IFDIR:
             stack.append((f"{directory}/{name}", f"{rel}/{name}"))
         elif kind == stat.S_IFREG and name.endswith(".md"):
@@ -75,6 +87,19 @@ def _walk_dir(
             if known is not None and value[1] > since and known(key) != value:
                 known = watch.known = None
                 watch.on_change(key)
+
+
+def _unreadable(directory: str, rel: str, exc: OSError, found: dict) -> None:
+    """A folder that cannot be listed is kept as an entry of its own, so that the index
+    reads it, fails, and says why ('not indexed: cannot read'): its files are not silently
+    left out. A folder gone since its parent was listed is simply gone."""
+    if isinstance(exc, FileNotFoundError):
+        return
+    try:
+        info = os.stat(directory, follow_symlinks=False)
+    except OSError:
+        return
+    found[rel] = (info.st_size, info.st_mtime_ns)
 
 
 @dataclass
