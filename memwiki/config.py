@@ -27,6 +27,9 @@ SETTINGS: dict[str, tuple[str, str | None]] = {
     "projects": ("MEMWIKI_PROJECTS", None),
 }
 
+#: What the `embed` setting may be (memwiki/embed/__init__.py loads them).
+EMBED_CHOICES = ("onnx", "ensemble", "hash", "none")
+
 # Host variables memwiki reads but does not own (hosts.md): they live here so that the
 # environment is still read in exactly one place.
 HOST_ENV = (
@@ -176,11 +179,47 @@ def _read_file(path: Path) -> dict[str, object]:
         raise InvalidInput(f"{path}: invalid config file: {exc}") from None
     except OSError as exc:
         raise InvalidInput(f"{path}: cannot read config file: {exc.strerror}") from None
-    for key in SETTINGS:
-        # str() of a table or a list would become a nonsense path; refuse it in one line.
-        if key in data and not isinstance(data[key], str | int | float | bool):
-            raise InvalidInput(f"{path}: invalid config file: {key!r} must be a string")
+    unknown = sorted(set(data) - set(SETTINGS))
+    if unknown:  # a misspelt key would otherwise be ignored without a word
+        raise InvalidInput(
+            f"{path}: invalid config file: unknown setting {unknown[0]!r} "
+            f"(known: {', '.join(SETTINGS)})"
+        )
+    for key, value in data.items():
+        # str() of a table, a list or a number would become a nonsense path or value.
+        numeric = key in _NUMBERS and isinstance(value, int | float) and not isinstance(value, bool)
+        if not isinstance(value, str) and not numeric:
+            kind = "a number" if key in _NUMBERS else "a string"
+            raise InvalidInput(f"{path}: invalid config file: {key!r} must be {kind}")
     return data
+
+
+# Settings that are numbers: (the smallest value allowed, whether it must be whole).
+_NUMBERS = {"git_timeout_s": (0.001, False), "hook_budget_ms": (0, True)}
+
+
+def _check(setting: Setting) -> None:
+    """Refuse a value memwiki would otherwise ignore without a word (a typo in `embed`
+    silently meant BM25-only retrieval; a budget of "abc" the default)."""
+    value = setting.value
+    if value is None or setting.source == "default":
+        return
+    where = setting.source.replace("env:", "").replace("file:", "") or "option"
+    if setting.key == "embed" and value.strip().lower() not in EMBED_CHOICES:
+        raise InvalidInput(
+            f"{where}: embed must be one of {', '.join(EMBED_CHOICES)}, not {value!r}"
+        )
+    if setting.key in _NUMBERS:
+        low, whole = _NUMBERS[setting.key]
+        try:
+            number = int(value) if whole else float(value)
+        except ValueError:
+            number = None
+        if number is None or number < low:
+            kind = "a whole number" if whole else "a number"
+            raise InvalidInput(
+                f"{where}: {setting.key} must be {kind} of at least {low:g}, not {value!r}"
+            )
 
 
 def load(
@@ -203,6 +242,7 @@ def load(
         else:
             value = str(home / "memwiki") if key == "wiki" else default
             settings[key] = Setting(key, value, "default")
+        _check(settings[key])
     host_env = {k: env[k] for k in HOST_ENV if k in env}
     return Config(
         settings=settings, config_file=cfg_path, host_env=host_env, home=home, child_env=env

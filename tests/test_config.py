@@ -110,3 +110,49 @@ def test_invalid_config_in_the_real_cli(run_memwiki, isolated_env) -> None:
     assert done.stdout == ""
     assert len(done.stderr.splitlines()) == 1
     assert done.stderr.startswith("memwiki: error: ") and "invalid config file" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "source, key, value, message",
+    [
+        ("file", "embed", '"onxx"', "embed must be one of onnx, ensemble, hash, none"),
+        ("env", "embed", "openai", "embed must be one of"),
+        ("option", "embed", "foo", "embed must be one of"),
+        ("file", "embeed", '"hash"', "unknown setting 'embeed'"),
+        ("file", "wiki", "5", "'wiki' must be a string"),
+        ("file", "hook_budget_ms", '"abc"', "hook_budget_ms must be a whole number"),
+        ("env", "hook_budget_ms", "-1", "hook_budget_ms must be a whole number of at least 0"),
+        ("env", "git_timeout_s", "-5", "git_timeout_s must be a number of at least"),
+        ("file", "git_timeout_s", "[1]", "'git_timeout_s' must be a number"),
+    ],
+)
+def test_a_value_memwiki_would_ignore_is_refused_where_it_is_read(
+    isolated_env, source, key, value, message
+) -> None:
+    """Bug: `embed = "onxx"` meant BM25-only retrieval without a word; an unknown key, a
+    number for the wiki path, a budget of "abc" or a negative git timeout were taken
+    silently (docs/reference.md: an invalid configuration stops every command, exit 2)."""
+    from memwiki.config import SETTINGS
+
+    options: dict = {}
+    environ = {"HOME": str(isolated_env)}
+    if source == "file":
+        path = config_file_path(environ)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{key} = {value}\n")
+    elif source == "env":
+        environ[SETTINGS[key][0]] = value
+    else:
+        options[key] = value
+    with pytest.raises(InvalidInput, match=message):
+        load(options, environ)
+
+
+def test_valid_values_of_every_kind_load(isolated_env) -> None:
+    environ = {"HOME": str(isolated_env), "MEMWIKI_EMBED": "ONNX", "MEMWIKI_GIT_TIMEOUT_S": "2.5"}
+    path = config_file_path(environ)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('hook_budget_ms = 900\nembed = "hash"\nwiki = "~/w"\n')
+    config = load({}, environ)
+    assert config.embed == "onnx" and config.hook_budget_s == 0.9
+    assert config.get("git_timeout_s") == "2.5" and config.wiki_path == isolated_env / "w"

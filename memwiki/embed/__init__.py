@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from ..config import EMBED_CHOICES
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -76,7 +78,7 @@ def _one_line(exc: BaseException) -> str:
 #: Providers the `embed` setting may name, besides "none". "hash" is the deterministic,
 #: model-free test embedder (memwiki/embed/hashing.py) that scale benchmarks use;
 #: "ensemble" is MiniLM beside multilingual-e5-small (memwiki/embed/ensemble.py).
-PROVIDERS = ("onnx", "hash", "ensemble")
+PROVIDERS = tuple(p for p in EMBED_CHOICES if p != "none")
 
 
 def embedding_configured(config: Config) -> bool:

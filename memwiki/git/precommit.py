@@ -66,7 +66,7 @@ def hook_env(env: dict[str, str]) -> dict[str, str]:
     scripts = _own_scripts()
     if scripts is None:
         return env
-    path = env.get("PATH", os.environ.get("PATH", os.defpath))
+    path = env.get("PATH", os.defpath)
     return {**env, "PATH": os.pathsep.join([str(scripts), path])}
 
 
