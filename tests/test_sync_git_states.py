@@ -258,3 +258,15 @@ def test_a_rename_against_an_edit_of_the_same_lines_keeps_the_rename_and_copies_
         assert "Hounds bay" in read(w.root, "memory/hounds.md")
         copy = read(w.root, conflict.copy)
         assert "Dogs bark loudly" in copy and "conflict_of: memory/hounds" in copy
+
+
+def test_naming_what_does_not_exist_is_exit_3(tmp_path, cli):
+    """Bug: `remote show --name nope` printed `remote: null` and `project /nonexistent`
+    "no project", both with exit 0, where `sync --remote nope` is exit 3."""
+    w, _ = Wiki.init(tmp_path / "w")
+    assert cli("--wiki", w.root, "remote", "add", tmp_path / "r.git")[0] == 0
+    code, _, err = cli("--wiki", w.root, "remote", "show", "--name", "nope")
+    assert code == 3 and "no remote named 'nope' (remotes: origin)" in err
+    assert cli("--wiki", w.root, "remote", "show")[0] == 0
+    code, _, err = cli("project", tmp_path / "nowhere")
+    assert code == 3 and "no such directory" in err

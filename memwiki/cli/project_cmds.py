@@ -18,6 +18,10 @@ def project(
 
     from ..project import identify, parse_map
 
+    if directory is not None and not os.path.isdir(directory):
+        from ..errors import NotFound
+
+        raise NotFound(f"{directory}: no such directory")
     cfg = config()
     found = identify(directory or os.getcwd(), parse_map(cfg.projects), cfg.home)
     if as_json:

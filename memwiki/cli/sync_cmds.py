@@ -85,13 +85,18 @@ def remote_add(
 
 
 def remote_show(
-    name: str = typer.Option("origin", "--name", help="The remote to compare with."),
+    name: str = typer.Option(None, "--name", help="The remote to compare with (default: origin)."),
     as_json: bool = JSON,
 ) -> None:
     """List remotes and how far the branch is ahead/behind as of the last sync."""
     from ..git import sync as syncmod
 
-    info = syncmod.remote_info(open_wiki(), name)
+    info = syncmod.remote_info(open_wiki(), name or syncmod.DEFAULT_REMOTE)
+    known = [r["name"] for r in info["remotes"]]
+    if name is not None and name not in known:  # as `sync --remote` does (exit 3)
+        from ..errors import NotFound
+
+        raise NotFound(f"no remote named {name!r} (remotes: {', '.join(known) or 'none'})")
     if as_json:
         emit_json(info)
         return
