@@ -78,3 +78,10 @@ def test_debug_keeps_exit_70_of_an_internal_error(wiki, cli, monkeypatch):
 def test_debug_after_the_command_keeps_the_exit_code(tmp_path, run_memwiki):
     done = run_memwiki("retrieve", "q", "--debug", "--wiki", tmp_path / "missing")
     assert done.returncode == 3 and "Traceback" in done.stderr
+
+
+def test_retrieve_json_and_files_together_is_a_usage_error(wiki, run_memwiki):
+    """Bug: the synopsis says `[--json | --files]`, but both together quietly printed JSON."""
+    done = run_memwiki("--wiki", wiki.root, "retrieve", "deploy", "--json", "--files")
+    assert done.returncode == 2
+    assert "--json and --files cannot be used together" in done.stderr

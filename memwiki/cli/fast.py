@@ -68,6 +68,8 @@ def run_retrieve(
     from ..project import parse_map, scope
     from ..wiki import Wiki
 
+    if as_json and files:
+        raise InvalidInput("retrieve: --json and --files cannot be used together")
     deadline = None
     if deadline_ms is not None:
         if deadline_ms < 0:
