@@ -133,8 +133,12 @@ def add(
     if body_file is not None:
         try:
             body = body_file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InvalidInput(f"{body_file}: cannot read as UTF-8 text ({exc})") from None
+        except FileNotFoundError:
+            raise InvalidInput(f"--body-file {body_file}: no such file") from None
+        except OSError as exc:
+            raise InvalidInput(f"--body-file {body_file}: cannot read: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise InvalidInput(f"--body-file {body_file}: not UTF-8 text") from None
     elif not sys.stdin.isatty():
         body = sys.stdin.read() or None
     try:
@@ -239,10 +243,16 @@ def show(ref: str = typer.Argument(..., help="TRACK/NAME"), as_json: bool = JSON
         sys.stdout.write(wiki.path_of(track, name).read_text(encoding="utf-8"))
 
 
-def rm(ref: str = typer.Argument(..., help="TRACK/NAME"), as_json: bool = JSON) -> None:
+def rm(
+    ref: str = typer.Argument(..., help="TRACK/NAME"),
+    force: bool = typer.Option(
+        False, "--force", help="Delete it even with changes that are not committed (lost for good)."
+    ),
+    as_json: bool = JSON,
+) -> None:
     """Delete one RecallFile and commit."""
     wiki = open_wiki()
-    print_commit(wiki.remove(*split_ref(ref)), as_json)
+    print_commit(wiki.remove(*split_ref(ref), force=force), as_json)
 
 
 def commit(
