@@ -284,25 +284,15 @@ def log(
 
 def lint(
     files: list[str] = typer.Argument(
-        None, help="Only these files (paths relative to the wiki or absolute)."
+        None, help="Only these files or folders (paths relative to the wiki or absolute)."
     ),
     as_json: bool = JSON,
 ) -> None:
     """Report every invalid RecallFile as path:line: message (exit 1 if any)."""
-    from ..lint import lint_wiki
+    from ..lint import lint_wiki, select
 
     wiki = open_wiki()
-    rels = None
-    if files:
-        rels = []
-        for f in files:
-            p = Path(f)
-            p = p if p.is_absolute() else Path.cwd() / p
-            try:
-                rels.append(str(p.resolve().relative_to(wiki.root)))
-            except ValueError:
-                rels.append(f)
-    problems = lint_wiki(wiki, rels)
+    problems = lint_wiki(wiki, select(wiki, files, Path.cwd()) if files else None)
     if as_json:
         emit_json({"ok": not problems, "problems": [p.to_dict() for p in problems]})
     else:
