@@ -23,6 +23,7 @@ TOKENS = [
     b": ", b"- ", b"[", b"{", b"'", b'"', b"&a", b"*a", b"!!python/object:os.system", b"?",
     b"\xe2\x80\xa8", b"\x85", b"name: x\n", b"description: d\n", b"created: 99999-01-01\n",
     b"tags: 1\n", b"%YAML 1.1\n", b"<<: *a\n", b"a" * 5000, b"#" * 7, b"````\n",
+    b"<<<<<<< HEAD\n", b"=======\n", b">>>>>>> b\n", b"name: y\n",
 ]  # fmt: skip
 
 
