@@ -33,6 +33,7 @@ _FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
 _LIST_ITEM = re.compile(r"^( *)([-+*]|\d{1,9}[.)])( +|$)")
 # Every top-level key line of a frontmatter, as KEY_LINE matches one line.
 _KEY_LINES = re.compile(r"^(?!- )([^\s#:][^:\n\r]*):(?:[ \t\r\n]|$)", re.MULTILINE)
+_BARE_LF = re.compile(r"(?<!\r)\n")
 # A git conflict marker that opens or closes a conflict (7 characters, then a space or the end).
 _MARKER = re.compile(r"^(?:<{7}|>{7})(?: |$)")
 # Every character str.splitlines() breaks at ("\r\n" counts once).
@@ -77,6 +78,11 @@ def split_frontmatter(text: str) -> Frontmatter | None:
     if text[pos:] in ("---", "..."):
         return Frontmatter(text[start:pos], "", line_no + 1)
     return None
+
+
+def with_newline(text: str, newline: str) -> str:
+    """text with every bare '\n' written as newline (a '\r\n' already there is kept)."""
+    return text if newline == "\n" else _BARE_LF.sub(newline, text)
 
 
 def body_of(text: str) -> tuple[str, int]:

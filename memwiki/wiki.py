@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import markdown
 from . import recallfile as rfmod
 from .catalog import Page, list_page
 from .errors import InvalidInput, NotFound, StateError, StorageError
@@ -228,7 +229,11 @@ class Wiki:
         if existing is not None and rf.raw_frontmatter is None:
             rf.raw_frontmatter = existing.raw_frontmatter
             rf.bom = existing.bom  # a byte-order mark the file had stays
+            rf.newline = existing.newline  # and so does its line ending
             rf.extra = {**existing.extra, **rf.extra}
+        if existing is not None and rf.body != existing.body:
+            # A new body is written in the file's line ending; a kept one keeps its bytes.
+            rf.body = markdown.with_newline(rf.body, existing.newline)
         # One clock reading: a new file's 'created' and 'updated' must be equal.
         now = rfmod.now_iso()
         rf.created = rf.created or (existing.created if existing else None) or now

@@ -65,7 +65,7 @@ def _check(data: bytes) -> None:
     # What parses must survive a rewrite: render it and read it back as the same file.
     again = parse(render(rf), "memory", "x")
     assert again == rf
-    assert again.bom == rf.bom
+    assert again.bom == rf.bom and again.newline == rf.newline
 
 
 @FUZZ

@@ -88,6 +88,7 @@ def parse(text: str | bytes, track: str, stem: str, path: str | None = None) -> 
         raw_frontmatter=fm_text,
         body_line=parts.body_line,
         bom=bom,
+        newline="\r\n" if text.startswith("---\r\n") else "\n",
     )
 
 
