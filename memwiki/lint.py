@@ -86,6 +86,40 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
     return sorted(problems, key=lambda p: (p.path, p.line))
 
 
+def select(wiki: Wiki, args: list[str], cwd: Path) -> list[str] | None:
+    """The relative paths `memwiki lint FILE...` means: a folder stands for every file in it.
+
+    None means the whole wiki (the wiki's own folder was named). A path that does not exist
+    is NotFound and one outside the wiki InvalidInput: linting nothing and saying "ok" would
+    pass a typo, in a pre-commit hook or a script, as a clean file.
+    """
+    from .errors import InvalidInput, NotFound
+
+    # Inside the wiki a relative path is the shell's (completion works); from elsewhere
+    # (`-w ~/wiki lint memory/x.md`) it is relative to the wiki.
+    base = cwd if cwd.resolve() == wiki.root or wiki.root in cwd.resolve().parents else wiki.root
+    rels: list[str] = []
+    notes = None
+    for arg in args:
+        given = Path(arg) if Path(arg).is_absolute() else base / arg
+        try:
+            rel = given.resolve().relative_to(wiki.root)
+        except ValueError:
+            raise InvalidInput(f"{arg}: outside the wiki {wiki.root}") from None
+        if not given.exists():
+            raise NotFound(f"{arg}: no such file")
+        if not given.is_dir():
+            rels.append(str(rel))
+            continue
+        if rel == Path("."):
+            return None
+        if notes is None:
+            notes = [str(path.relative_to(wiki.root)) for _, path in wiki.iter_paths()]
+        prefix = f"{rel}{os.sep}"
+        rels.extend(n for n in notes if n.startswith(prefix))
+    return rels
+
+
 def _resource_problems(path: Path, rel: str) -> list[Problem]:
     """Resources lines of a project file that memorize cannot read (project_file.resource_problems)."""
     from .project_file import resource_problems

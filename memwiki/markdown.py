@@ -31,6 +31,11 @@ _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))??(?:[ \t]+#+)?[ \t]*$")
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
 _LIST_ITEM = re.compile(r"^( *)([-+*]|\d{1,9}[.)])( +|$)")
+# Every top-level key line of a frontmatter, as KEY_LINE matches one line.
+_KEY_LINES = re.compile(r"^(?!- )([^\s#:][^:\n\r]*):(?:[ \t\r\n]|$)", re.MULTILINE)
+_BARE_LF = re.compile(r"(?<!\r)\n")
+# A git conflict marker that opens or closes a conflict (7 characters, then a space or the end).
+_MARKER = re.compile(r"^(?:<{7}|>{7})(?: |$)")
 # Every character str.splitlines() breaks at ("\r\n" counts once).
 _BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # In a paragraph, what can open or escape a code span; and backtick runs, which close one.
@@ -73,6 +78,11 @@ def split_frontmatter(text: str) -> Frontmatter | None:
     if text[pos:] in ("---", "..."):
         return Frontmatter(text[start:pos], "", line_no + 1)
     return None
+
+
+def with_newline(text: str, newline: str) -> str:
+    """text with every bare '\n' written as newline (a '\r\n' already there is kept)."""
+    return text if newline == "\n" else _BARE_LF.sub(newline, text)
 
 
 def body_of(text: str) -> tuple[str, int]:
@@ -123,6 +133,45 @@ def key_blocks(fm_text: str) -> list[tuple[str | None, str]]:
     if pending:
         blocks.append((None, "".join(pending)))
     return blocks
+
+
+def duplicate_key_suspects(fm_text: str) -> bool:
+    """True when a top-level key line repeats (one regex pass; the YAML decides for sure)."""
+    keys = _KEY_LINES.findall(fm_text)
+    return len(keys) != len({k.strip() for k in keys})
+
+
+# ---------------------------------------------------------------- conflict markers
+
+
+def conflict_markers(
+    text: str, first_line: int = 1, skip_code: bool = True
+) -> list[tuple[int, int]]:
+    """(first, last) file lines of each git conflict left in text, markers outside code only.
+
+    git writes `<<<<<<< ours`, `=======`, `>>>>>>> theirs`; a lone `=======` is a setext
+    heading's underline, so a conflict is found by its `<<<<<<<` or `>>>>>>>` line. An
+    unpaired one is a conflict of one line. first_line: the file line text starts on.
+    """
+    if "<<<<<<<" not in text and ">>>>>>>" not in text:
+        return []  # the common case: one scan in C, no split
+    lines = text.splitlines()
+    code = code_lines(lines) if skip_code else [False] * len(lines)
+    found: list[tuple[int, int]] = []
+    start: int | None = None
+    for i, (line, is_code) in enumerate(zip(lines, code, strict=True)):
+        if is_code or not _MARKER.match(line):
+            continue
+        if line[0] == "<":
+            if start is not None:
+                found.append((start, start))
+            start = i
+        else:
+            found.append((i if start is None else start, i))
+            start = None
+    if start is not None:
+        found.append((start, start))
+    return [(a + first_line, b + first_line) for a, b in found]
 
 
 # ---------------------------------------------------------------- headings

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import markdown
 from . import recallfile as rfmod
 from .catalog import Page, list_page
 from .errors import InvalidInput, NotFound, StateError, StorageError
@@ -193,7 +194,10 @@ class Wiki:
         path = self.path_of(track, name)
         if not path.is_file():
             raise NotFound(f"no RecallFile {track}/{name}")
-        return rfmod.read(path, track, f"{track}/{name}.md")
+        try:
+            return rfmod.read(path, track, f"{track}/{name}.md")
+        except OSError as exc:  # unreadable (permissions): one line, as list and lint say it
+            raise StorageError(f"{track}/{name}.md: cannot read: {exc.strerror}") from None
 
     def list_recall_files(
         self, track: str | None = None, cursor: str | None = None, limit: int = 100
@@ -225,7 +229,11 @@ class Wiki:
         if existing is not None and rf.raw_frontmatter is None:
             rf.raw_frontmatter = existing.raw_frontmatter
             rf.bom = existing.bom  # a byte-order mark the file had stays
+            rf.newline = existing.newline  # and so does its line ending
             rf.extra = {**existing.extra, **rf.extra}
+        if existing is not None and rf.body != existing.body:
+            # A new body is written in the file's line ending; a kept one keeps its bytes.
+            rf.body = markdown.with_newline(rf.body, existing.newline)
         # One clock reading: a new file's 'created' and 'updated' must be equal.
         now = rfmod.now_iso()
         rf.created = rf.created or (existing.created if existing else None) or now
@@ -267,13 +275,22 @@ class Wiki:
                 message or f"memwiki: save {rf.track}/{rf.name}\n", [self._rel(path)]
             )
 
-    def remove(self, track: str, name: str, message: str | None = None) -> CommitResult:
-        """Delete one RecallFile and commit the deletion."""
+    def remove(
+        self, track: str, name: str, message: str | None = None, force: bool = False
+    ) -> CommitResult:
+        """Delete one RecallFile and commit the deletion; force: even when git has no copy of it."""
         path = self.path_of(track, name)
         with self.write_lock():
             if not path.is_file():
                 raise NotFound(f"no RecallFile {track}/{name}")
             self._refuse_unfinished_git()
+            # The deletion commit is the only undo `rm` offers: content git never saw (a new
+            # file, or edits since the last commit) would be gone for good.
+            if not force and self.repo.status_file(self._rel(path)) != 0:
+                raise StateError(
+                    f"{track}/{name}.md has changes that are not committed to git; "
+                    "commit them first (`memwiki commit`), or pass --force to delete them for good"
+                )
             path.unlink()
             return self._commit_locked(
                 message or f"memwiki: delete {track}/{name}\n", [self._rel(path)]

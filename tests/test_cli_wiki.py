@@ -318,7 +318,7 @@ def test_acceptance_lint_reports_broken_files_and_list_lists_the_rest(tmp_path, 
         (["put", "nonexistent.json"], 2, "cannot read"),
         (["put", "-"], 2, "invalid JSON at line 1"),
         (["add", "memory", "x", "-d", "two\nlines"], 2, "must be one line"),
-        (["add", "memory", "x", "-d", "x", "--body-file", "/nonexistent"], 2, "cannot read"),
+        (["add", "memory", "x", "-d", "x", "--body-file", "/nonexistent"], 2, "no such file"),
     ],
 )
 def test_errors_are_one_line_with_their_exit_code(w, cli, git, argv, code, needle) -> None:

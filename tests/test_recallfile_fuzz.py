@@ -23,6 +23,7 @@ TOKENS = [
     b": ", b"- ", b"[", b"{", b"'", b'"', b"&a", b"*a", b"!!python/object:os.system", b"?",
     b"\xe2\x80\xa8", b"\x85", b"name: x\n", b"description: d\n", b"created: 99999-01-01\n",
     b"tags: 1\n", b"%YAML 1.1\n", b"<<: *a\n", b"a" * 5000, b"#" * 7, b"````\n",
+    b"<<<<<<< HEAD\n", b"=======\n", b">>>>>>> b\n", b"name: y\n",
 ]  # fmt: skip
 
 
@@ -64,7 +65,7 @@ def _check(data: bytes) -> None:
     # What parses must survive a rewrite: render it and read it back as the same file.
     again = parse(render(rf), "memory", "x")
     assert again == rf
-    assert again.bom == rf.bom
+    assert again.bom == rf.bom and again.newline == rf.newline
 
 
 @FUZZ

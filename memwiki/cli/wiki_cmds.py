@@ -133,8 +133,12 @@ def add(
     if body_file is not None:
         try:
             body = body_file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InvalidInput(f"{body_file}: cannot read as UTF-8 text ({exc})") from None
+        except FileNotFoundError:
+            raise InvalidInput(f"--body-file {body_file}: no such file") from None
+        except OSError as exc:
+            raise InvalidInput(f"--body-file {body_file}: cannot read: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise InvalidInput(f"--body-file {body_file}: not UTF-8 text") from None
     elif not sys.stdin.isatty():
         body = sys.stdin.read() or None
     try:
@@ -239,10 +243,16 @@ def show(ref: str = typer.Argument(..., help="TRACK/NAME"), as_json: bool = JSON
         sys.stdout.write(wiki.path_of(track, name).read_text(encoding="utf-8"))
 
 
-def rm(ref: str = typer.Argument(..., help="TRACK/NAME"), as_json: bool = JSON) -> None:
+def rm(
+    ref: str = typer.Argument(..., help="TRACK/NAME"),
+    force: bool = typer.Option(
+        False, "--force", help="Delete it even with changes that are not committed (lost for good)."
+    ),
+    as_json: bool = JSON,
+) -> None:
     """Delete one RecallFile and commit."""
     wiki = open_wiki()
-    print_commit(wiki.remove(*split_ref(ref)), as_json)
+    print_commit(wiki.remove(*split_ref(ref), force=force), as_json)
 
 
 def commit(
@@ -274,25 +284,15 @@ def log(
 
 def lint(
     files: list[str] = typer.Argument(
-        None, help="Only these files (paths relative to the wiki or absolute)."
+        None, help="Only these files or folders (paths relative to the wiki or absolute)."
     ),
     as_json: bool = JSON,
 ) -> None:
     """Report every invalid RecallFile as path:line: message (exit 1 if any)."""
-    from ..lint import lint_wiki
+    from ..lint import lint_wiki, select
 
     wiki = open_wiki()
-    rels = None
-    if files:
-        rels = []
-        for f in files:
-            p = Path(f)
-            p = p if p.is_absolute() else Path.cwd() / p
-            try:
-                rels.append(str(p.resolve().relative_to(wiki.root)))
-            except ValueError:
-                rels.append(f)
-    problems = lint_wiki(wiki, rels)
+    problems = lint_wiki(wiki, select(wiki, files, Path.cwd()) if files else None)
     if as_json:
         emit_json({"ok": not problems, "problems": [p.to_dict() for p in problems]})
     else:

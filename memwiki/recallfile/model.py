@@ -62,10 +62,12 @@ class RecallFile:
     extra: dict = field(default_factory=dict)
     # The frontmatter text as read from disk; a rewrite edits it in place.
     raw_frontmatter: str | None = field(default=None, compare=False, repr=False)
-    # The file line the body starts on, and the byte-order mark it was read with (kept on
-    # rewrite): facts of the file on disk, not of the memory.
+    # The file line the body starts on, the byte-order mark it was read with and its line
+    # ending ("\r\n" when its first line has one; both kept on rewrite): facts of the file
+    # on disk, not of the memory.
     body_line: int = field(default=0, compare=False, repr=False)
     bom: str = field(default="", compare=False, repr=False)
+    newline: str = field(default="\n", compare=False, repr=False)
 
     @property
     def path(self) -> str:

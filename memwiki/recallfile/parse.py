@@ -53,9 +53,14 @@ def parse(text: str | bytes, track: str, stem: str, path: str | None = None) -> 
         raise InvalidRecallFile([Problem(path, 1, "empty file")])
     parts = markdown.split_frontmatter(text)
     if parts is None:
+        # A conflict around the frontmatter hides its first '---': say what is really wrong.
+        conflicts = _conflicts(markdown.conflict_markers(text, skip_code=False), path)
         msg = "missing frontmatter: the file must start with a '---' line and close it with '---'"
-        raise InvalidRecallFile([Problem(path, 1, msg)])
+        raise InvalidRecallFile(conflicts or [Problem(path, 1, msg)])
     fm_text = parts.text
+    conflicts = _conflicts(markdown.conflict_markers(fm_text, 2, skip_code=False), path)
+    if conflicts:  # before the YAML, which would only say it cannot read them
+        raise InvalidRecallFile(conflicts)
     data = load_frontmatter(fm_text, path)
     if data is None:
         data = {}
@@ -64,6 +69,9 @@ def parse(text: str | bytes, track: str, stem: str, path: str | None = None) -> 
             [Problem(path, 2, "frontmatter is not a mapping of keys to values")]
         )
     problems = _validate_fields(data, fm_text, stem, path)
+    if markdown.duplicate_key_suspects(fm_text):
+        problems += _duplicate_keys(fm_text, path)
+    problems += _conflicts(markdown.conflict_markers(parts.body, parts.body_line), path)
     if problems:
         raise InvalidRecallFile(problems)
     extra = {k: v for k, v in data.items() if k not in KNOWN_KEYS}
@@ -80,6 +88,7 @@ def parse(text: str | bytes, track: str, stem: str, path: str | None = None) -> 
         raw_frontmatter=fm_text,
         body_line=parts.body_line,
         bom=bom,
+        newline="\r\n" if text.startswith("---\r\n") else "\n",
     )
 
 
@@ -105,6 +114,50 @@ def load_frontmatter(fm_text: str, path: str):
         # absurdly large or deeply nested value.
         message = f"invalid YAML in frontmatter: {type(exc).__name__}: {str(exc)[:120]}"
         raise InvalidRecallFile([Problem(path, 2, message)]) from None
+
+
+def _conflicts(found: list[tuple[int, int]], path: str) -> list[Problem]:
+    """A git conflict left in the file (sync, the pre-commit hook and retrieve refuse it)."""
+    return [
+        Problem(
+            path,
+            first,
+            f"unresolved git conflict (lines {first}-{last}): keep what you want and "
+            "delete the marker lines",
+        )
+        if last > first
+        else Problem(path, first, "git conflict marker left in the file: resolve and delete it")
+        for first, last in found
+    ]
+
+
+def _duplicate_keys(fm_text: str, path: str) -> list[Problem]:
+    """A top-level key written twice: YAML keeps the last silently, and a rewrite edits both."""
+    import yaml
+
+    try:
+        node = yaml.compose(fm_text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return []  # load_frontmatter read it; a reader that disagrees is not a duplicate
+    if not isinstance(node, yaml.MappingNode):
+        return []
+    first: dict[tuple[str, str], int] = {}
+    problems = []
+    for key, _ in node.value:
+        if not isinstance(key, yaml.ScalarNode) or key.tag.endswith(":merge"):
+            continue
+        line = key.start_mark.line + 2
+        seen = first.setdefault((key.tag, key.value), line)
+        if seen != line:
+            problems.append(
+                Problem(
+                    path,
+                    line,
+                    f"duplicate key {key.value!r} in frontmatter (first on line {seen}): "
+                    "YAML keeps only the last one; delete one of them",
+                )
+            )
+    return problems
 
 
 def _yaml_problem(exc, fm_text: str, path: str) -> Problem:

@@ -62,12 +62,15 @@ def render(rf: RecallFile) -> str:
             fm += yaml.safe_dump(
                 extra, allow_unicode=_unicode_ok(extra), sort_keys=False, width=10**6
             )
+        fm = markdown.with_newline(fm, rf.newline)
     else:
-        fm = _edit_frontmatter(rf.raw_frontmatter, known)
-    return f"{rf.bom}---\n{fm}---\n{rf.body}"
+        fm = _edit_frontmatter(rf.raw_frontmatter, known, rf.newline)
+    # Every line written here takes the file's own line ending: a CRLF file stays CRLF.
+    return f"{rf.bom}---{rf.newline}{fm}---{rf.newline}{rf.body}"
 
 
-def _edit_frontmatter(raw: str, known: dict) -> str:
+def _edit_frontmatter(raw: str, known: dict, newline: str) -> str:
+    """raw with the known keys' blocks re-rendered where their values changed (in newline)."""
     from .parse import load_frontmatter
 
     try:
@@ -90,10 +93,17 @@ def _edit_frontmatter(raw: str, known: dict) -> str:
                 old_value = [str(v) for v in old_value]
             elif key == "description" and isinstance(old_value, str):
                 old_value = old_value.strip()
-            out.append(text if old_value == known[key] else _render_value(key, known[key]))
+            if old_value == known[key]:
+                out.append(text)
+            else:
+                out.append(markdown.with_newline(_render_value(key, known[key]), newline))
         else:
             out.append(text)
     if out and not out[-1].endswith("\n"):
-        out[-1] += "\n"
-    out.extend(_render_value(k, v) for k, v in known.items() if k not in seen)
+        out[-1] += newline
+    out.extend(
+        markdown.with_newline(_render_value(k, v), newline)
+        for k, v in known.items()
+        if k not in seen
+    )
     return "".join(out)
