@@ -121,8 +121,11 @@ def _aliases(text: str) -> list[str]:
 # ------------------------------------------------------------------ caching
 
 LINK_CACHE = "links.pkl"
-LINK_CACHE_VERSION = 2
-# aliases, raw links, and whether the file's head names a `conflict_of` key
+_MARKERS = re.compile(rb"^(?:<{7}|>{7})(?: |$)", re.MULTILINE)
+LINK_CACHE_VERSION = 3
+# aliases, raw links, and whether lint must parse the note itself rather than trust the
+# index: its head names a `conflict_of` key, or it holds a git conflict marker (an index
+# built before markers made a file invalid took such a file as valid)
 Scanned = tuple[tuple[str, ...], list[tuple[int, str, str, bool]], bool]
 
 
@@ -169,7 +172,8 @@ class LinkCache:
         except OSError:
             return None
         text = data.decode("utf-8", "replace")
-        found = (tuple(_aliases(text)), scan(text), b"conflict_of" in data[:HEAD_BYTES])
+        parse_again = b"conflict_of" in data[:HEAD_BYTES] or _MARKERS.search(data) is not None
+        found = (tuple(_aliases(text)), scan(text), parse_again)
         self.entries[rel] = (*stat, found)
         self.dirty = True
         return found
@@ -203,7 +207,7 @@ class LinkIndex:
         self.wiki = wiki
         self.root = wiki.root
         self.notes: list[str] = _note_paths(wiki, paths)
-        self.conflict_keys: set[str] = set()  # notes whose head names `conflict_of`
+        self.parse_again: set[str] = set()  # notes lint parses itself (see Scanned)
         self._by_stem: dict[str, list[str]] = {}
         self._by_alias: dict[str, list[str]] = {}
         self._files_lower: set[str] | None = None
@@ -214,9 +218,9 @@ class LinkIndex:
             found = cache.get(self.root, rel)
             if found is None:
                 continue  # unreadable or too large: lint says so; no links, no aliases
-            aliases, scanned[rel], conflict_key = found
-            if conflict_key:
-                self.conflict_keys.add(rel)
+            aliases, scanned[rel], parse_again = found
+            if parse_again:
+                self.parse_again.add(rel)
             for alias in aliases:
                 self._by_alias.setdefault(alias.lower(), []).append(rel)
         cache.save(self.notes)

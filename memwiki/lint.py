@@ -54,7 +54,9 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
             continue
         if track == "project":  # valid or not, its Resources lines must be readable
             problems.extend(_resource_problems(path, rel))
-        if rel in links.readable and rel not in links.conflict_keys:
+        if rel in links.parse_again:
+            pass  # a conflict copy or git conflict markers: parsed here, never trusted
+        elif rel in links.readable:
             if listing.meta(rel, path) is not None:
                 continue  # the index parsed these very bytes without a problem
         elif listing.known_valid(rel, path):

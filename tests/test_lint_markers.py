@@ -107,3 +107,29 @@ def test_lint_add_retrieve_and_sync_refuse_them(tmp_path, cli) -> None:
         ["git", "ls-tree", "-r", "--name-only", "main"], cwd=remote, capture_output=True, text=True
     ).stdout
     assert "memory/notes.md" not in pushed and "memory/dup.md" not in pushed
+
+
+def test_lint_finds_markers_in_a_file_an_older_index_took_as_valid(tmp_path) -> None:
+    """Bug: lint trusts the index's parse of unchanged bytes, and an index built before
+    markers made a file invalid took a file with them as valid: lint said nothing until the
+    file changed again. The link cache (rebuilt once: its version changed) sends such a
+    file back to the parser."""
+    import os
+
+    from memwiki.index.indexer import Index
+
+    wiki, _ = Wiki.init(tmp_path / "w")
+    path = wiki.root / "memory/notes.md"
+    clean = HEAD + "intro\n" + "x" * (len(CONFLICT) - len("intro\n")) + "\n"
+    path.write_text(clean)
+    an_hour_ago = path.stat().st_mtime_ns - 3600 * 10**9  # outside the racy window
+    os.utime(path, ns=(an_hour_ago, an_hour_ago))
+    Index(wiki, load({"wiki": str(wiki.root)}), notify=lambda m: None).snapshot(need_vectors=False)
+    assert lint_wiki(wiki) == []
+    before = path.stat()
+    # The same size and mtime, as in an index that parsed these bytes with older rules.
+    path.write_text(HEAD + CONFLICT + "\n")
+    assert path.stat().st_size == before.st_size
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    (wiki.sidecar / "links.pkl").unlink()
+    assert [p.line for p in lint_wiki(wiki)] == [6]
