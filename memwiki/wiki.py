@@ -74,6 +74,16 @@ class Wiki:
         from .git import repo as gitstore
 
         path = Path(path).expanduser()
+        if not path.exists() and not force:
+            # Refused before anything is created: a refused init used to leave its empty
+            # folders behind inside the other repository.
+            existing = next((p for p in path.absolute().parents if p.exists()), None)
+            outer = gitstore.find_enclosing_repo(existing) if existing is not None else None
+            if outer is not None:
+                raise StateError(
+                    f"{path.absolute()} is inside the git repository {outer}; "
+                    "choose another place or pass --force"
+                )
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -93,7 +93,8 @@ def test_init_inside_a_repository_is_refused_unless_forced(tmp_path, git) -> Non
     git(outer, "init", "-q")
     with pytest.raises(StateError, match="inside the git repository"):
         Wiki.init(outer / "notes" / "wiki")
-    assert not (outer / "notes" / "wiki" / ".git").exists()
+    # Nothing is left behind (a refused init used to create notes/wiki/).
+    assert not (outer / "notes").exists()
     wiki, created = Wiki.init(outer / "notes" / "wiki", force=True)
     assert created and (wiki.root / ".git").is_dir()
 
