@@ -121,7 +121,7 @@ def add(
     body_file: Path = typer.Option(
         None, "--body-file", help="Read the body from this file (default: stdin if piped)."
     ),
-    tags: list[str] = typer.Option(None, "--tag", "-t", help="A tag (repeatable)."),
+    tags: list[str] = typer.Option(None, "--tag", "-t", metavar="TAG", help="A tag (repeatable)."),
     as_json: bool = JSON,
 ) -> None:
     """Create or update one RecallFile and commit it (keeps the body if none is given)."""
