@@ -391,8 +391,18 @@ class Wiki:
         from .index.indexer import print_to_stderr
         from .index.search import retrieve
 
-        return retrieve(
-            self, query, k=k, track=track, budget=budget, mode=mode, config=self.config,
-            project=project, notify=notify or print_to_stderr,
-            deadline=deadline, background=background, status=status, defer=defer,
-        )  # fmt: skip
+        try:
+            return retrieve(
+                self, query, k=k, track=track, budget=budget, mode=mode, config=self.config,
+                project=project, notify=notify or print_to_stderr,
+                deadline=deadline, background=background, status=status, defer=defer,
+            )  # fmt: skip
+        except OSError as exc:
+            # The sidecar removed again and again while this process read it (the index
+            # retries a removal, indexer.snapshot): a filesystem failure, not a bug.
+            if str(self.sidecar) not in str(getattr(exc, "filename", "") or ""):
+                raise
+            raise StorageError(
+                f"the index in {self.sidecar} changed while it was read ({exc.strerror}); "
+                "run the command again"
+            ) from None

@@ -189,3 +189,28 @@ def test_reader_uses_last_index_while_a_writer_holds_the_lock(tmp_path):
     assert (
         Index(wiki, cfg).snapshot(need_vectors=False).state.files["memory/zebra.md"].problem is None
     )
+
+
+def test_the_sidecar_deleted_while_a_retrieve_builds_it_is_never_an_internal_error(tmp_path):
+    """Bug: deleting .memwiki/ while a retrieve built the index ended the retrieve with an
+    internal error (exit 70: Whoosh's EmptyIndexError, "is not a directory"). Deleting the
+    sidecar loses nothing: the retrieve starts again from what is there, or says in one
+    line that the index kept changing (exit 5); the next command answers as a rebuild."""
+    env = env_for(tmp_path, MEMWIKI_EMBED="hash")
+    wiki = build_wiki(tmp_path / "w", files=40)
+    rng = random.Random(7)
+    codes = []
+    for _ in range(20):
+        shutil.rmtree(wiki.sidecar, ignore_errors=True)
+        p = memwiki("--wiki", str(wiki.root), "retrieve", "release staging", "--files", env=env)
+        time.sleep(rng.uniform(0.0, 0.4))
+        shutil.rmtree(wiki.sidecar, ignore_errors=True)
+        _, err = p.communicate(timeout=120)
+        assert p.returncode in (0, 5) and "internal error" not in err, err
+        codes.append(p.returncode)
+    assert codes.count(0) >= 10  # one removal is retried, not reported
+    fresh = tmp_path / "fresh"
+    shutil.copytree(wiki.root, fresh, ignore=shutil.ignore_patterns(".memwiki"))
+    for root in (wiki.root, fresh):  # vectors complete in both (not left to the background)
+        assert memwiki("--wiki", str(root), "reindex", env=env).wait(timeout=300) == 0
+    assert retrieve_json(wiki.root, env)["paths"] == retrieve_json(fresh, env)["paths"]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import StateError
-from . import bm25, writing
+from . import bm25, races, writing
 from . import manifest as st
 from .snapshot import Snapshot
 from .writing import UpdateReport
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
 READER_WAIT_S = 5.0  # how long a reader waits for a writer before using the older index
 ITEMS_PER_FILE_GUESS = 5  # for sizing a first build before any file is chunked
-OPEN_ATTEMPTS = 5  # a reader whose generation vanished before it opened it tries the newer one
 
 
 class IndexBusy(StateError):
@@ -182,16 +181,16 @@ class Index:
         """
         status = status if status is not None else {}
         args = (need_vectors, inline_limit, deadline, status)
-        for attempt in range(OPEN_ATTEMPTS):
-            try:
-                return self._snapshot_once(*args, speculate=speculate, pre=prescanned)
-            except FileNotFoundError:
-                # A writer removed a generation between our reading state.pkl and opening
-                # its files: the state naming the newer files is already committed.
-                self._loaded = None
-                time.sleep(0.02 * (attempt + 1))
-        # Still missing: not a race but damage, which the search detects and repairs.
-        return self._snapshot_once(need_vectors, inline_limit, deadline, status, strict=False)
+        return races.retrying(
+            lambda: self._snapshot_once(*args, speculate=speculate, pre=prescanned),
+            lambda: self._snapshot_once(*args, strict=False),
+            self._forget,
+            self.directory,
+        )
+
+    def _forget(self) -> None:
+        """Read state.pkl again at the next snapshot (its files changed under us)."""
+        self._loaded = None
 
     def snapshot_now(
         self, need_vectors: bool, inline_limit: int | None, status: dict, prescanned: tuple
