@@ -11,7 +11,7 @@ from . import markdown
 from . import recallfile as rfmod
 from .catalog import Page, list_page
 from .errors import InvalidInput, NotFound, StateError, StorageError
-from .fsutil import atomic_write_text, is_inside, markdown_files, safe_join
+from .fsutil import atomic_write_text, markdown_files, safe_join
 from .index.listing import ListingCache
 from .layout import GITIGNORE_LINE, SIDECAR
 from .lock import FileLock
@@ -194,8 +194,11 @@ class Wiki:
         for top in tops:
             if top.startswith(".") or not (self.root / top).is_dir():
                 continue
-            if not is_inside(self.root / top, self.root):
-                continue  # a symlinked track leading outside the wiki is never read
+            if (self.root / top).is_symlink():
+                # A symlinked track is never read, as the index walk never follows a
+                # folder link (index/walk.py): a link to another track would list its
+                # files twice, one leading outside the wiki would read outside it.
+                continue
             for path in markdown_files(self.root / top, self.root):
                 yield top, path
 

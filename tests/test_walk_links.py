@@ -120,3 +120,16 @@ def test_an_unreadable_folder_is_reported_by_list_lint_and_retrieve(wiki, tmp_pa
     result = retrieve(wiki, "zebracorn", k=20, mode="bm25", notify=told.append)
     assert "memory/sub/note-2.md" in result.paths()  # readable again: indexed again
     assert not any("sub:" in m for m in told), told
+
+
+def test_a_symlinked_track_is_neither_listed_nor_indexed(wiki):
+    """Bug: a top-level folder linked to a track (`ln -s memory mem2`) was listed by `list`
+    and `lint` but skipped by the index walk, so the two disagreed about the wiki's files."""
+    notes = _notes(wiki)
+    os.symlink("memory", wiki.root / "mem2")
+    listed, _ = _listed(wiki)
+    assert not [p for p in listed if p.startswith("mem2/")]
+    assert sorted(p for p in listed if p.startswith("memory/")) == notes
+    assert not [p for p in walk(wiki.root) if p.startswith("mem2/")]
+    hits = retrieve(wiki, "zebracorn", k=10, mode="bm25").paths()
+    assert not [p for p in hits if p.startswith("mem2/")]
