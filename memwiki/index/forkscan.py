@@ -35,15 +35,12 @@ import contextlib
 import os
 import pickle
 import select
-import stat
 import struct
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..fsutil import file_sha256
-from ..layout import RACY_NS
 from . import manifest as st
 
 if TYPE_CHECKING:
@@ -266,7 +263,7 @@ def early(index: Index, snap: Snapshot) -> Snapshot | None:
     pending = snap.pending_scan
     if pending is None or pending.applied or pending.hint is None:
         return None
-    changes, stats = scan_paths(index.root, pending.state, [pending.hint])
+    changes, stats = st.scan_paths(index.root, pending.state, [pending.hint])
     if not changes:  # the parent finds it as the manifest has it: nothing to index yet
         pending.applied = True
         return snap
@@ -279,58 +276,6 @@ def early(index: Index, snap: Snapshot) -> Snapshot | None:
     pending.applied = True
     fresh.pending_scan = pending
     return fresh
-
-
-def scan_paths(
-    root: Path, state: st.State, rels: list[str]
-) -> tuple[st.ScanChanges, dict[str, st.Stat]]:
-    """manifest.scan for these files only: stat each as the walk does, hash those that differ."""
-    changes = st.ScanChanges()
-    stats: dict[str, st.Stat] = {}
-    racy_before = state.written_ns - RACY_NS
-    files = state.files
-    for rel in rels:
-        found = _stat_as_walked(root, rel)
-        entry = files.get(rel)
-        if found is None:
-            if entry is not None:
-                changes.deleted.append(rel)
-            continue
-        stats[rel] = found
-        if entry is not None and (entry.size, entry.mtime_ns) == found and found[1] < racy_before:
-            continue
-        try:
-            sha = file_sha256(root / rel)
-        except OSError as exc:
-            if not isinstance(exc, FileNotFoundError) or os.path.lexists(root / rel):
-                changes.changed.append(rel)  # indexed as a problem saying why, as in scan
-            continue
-        if entry is not None and entry.sha256 == sha:
-            if (entry.size, entry.mtime_ns) != found:
-                changes.touched[rel] = st.FileEntry(*found, sha, entry.problem, entry.meta)
-            continue
-        changes.changed.append(rel)
-        changes.hashes[rel] = sha
-    return changes, stats
-
-
-def _stat_as_walked(root: Path, rel: str) -> st.Stat | None:
-    """(size, mtime_ns) of a file as manifest.walk would list it, or None when it would not."""
-    path = os.path.join(root, rel)
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return None
-    if stat.S_ISLNK(info.st_mode):
-        if not os.path.realpath(path).startswith(os.path.realpath(root) + os.sep):
-            return None  # a link leading outside the wiki is never followed
-        try:
-            info = os.stat(path)
-        except OSError:  # a loop or a dangling link: the walk lists the link itself
-            return (info.st_size, info.st_mtime_ns) if rel.endswith(".md") else None
-    if not stat.S_ISREG(info.st_mode) or not rel.endswith(".md"):
-        return None
-    return info.st_size, info.st_mtime_ns
 
 
 def covers(state: st.State, hint: str | None, changes: st.ScanChanges, stats: dict) -> bool:

@@ -27,7 +27,7 @@ from ..fsutil import file_sha256
 from ..layout import RACY_NS
 from .columns import Base
 from .views import FileView, RowView
-from .walk import Stat, Watch, walk
+from .walk import Stat, Watch, stat_as_walked, walk
 
 __all__ = ["Stat", "Watch", "walk"]  # the walk's names, as the rest of the index knows them
 
@@ -340,3 +340,34 @@ def _suspects(stats: dict, known: dict, racy_before: int) -> tuple[list[str], li
             known[rel] = old
     suspects = [r for r, st in stats.items() if known.get(r) != st or st[1] >= racy_before]
     return suspects, sorted(known.keys() - stats.keys())
+
+
+def scan_paths(root: Path, state: State, rels: list[str]) -> tuple[ScanChanges, dict[str, Stat]]:
+    """manifest.scan for these files only: stat each as the walk does, hash those that differ."""
+    changes = ScanChanges()
+    stats: dict[str, Stat] = {}
+    racy_before = state.written_ns - RACY_NS
+    files = state.files
+    for rel in rels:
+        found = stat_as_walked(root, rel)
+        entry = files.get(rel)
+        if found is None:
+            if entry is not None:
+                changes.deleted.append(rel)
+            continue
+        stats[rel] = found
+        if entry is not None and (entry.size, entry.mtime_ns) == found and found[1] < racy_before:
+            continue
+        try:
+            sha = file_sha256(root / rel)
+        except OSError as exc:
+            if not isinstance(exc, FileNotFoundError) or os.path.lexists(root / rel):
+                changes.changed.append(rel)  # indexed as a problem saying why, as in scan
+            continue
+        if entry is not None and entry.sha256 == sha:
+            if (entry.size, entry.mtime_ns) != found:
+                changes.touched[rel] = FileEntry(*found, sha, entry.problem, entry.meta)
+            continue
+        changes.changed.append(rel)
+        changes.hashes[rel] = sha
+    return changes, stats

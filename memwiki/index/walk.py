@@ -115,3 +115,22 @@ class Watch:
     known: dict[str, Stat] | None
     since: int
     on_change: Callable[[str], None]  # given the file's path
+
+
+def stat_as_walked(root: Path, rel: str) -> Stat | None:
+    """(size, mtime_ns) of a file as walk() would list it, or None when it would not."""
+    path = os.path.join(root, rel)
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        if not os.path.realpath(path).startswith(os.path.realpath(root) + os.sep):
+            return None  # a link leading outside the wiki is never followed
+        try:
+            info = os.stat(path)
+        except OSError:  # a loop or a dangling link: the walk lists the link itself
+            return (info.st_size, info.st_mtime_ns) if rel.endswith(".md") else None
+    if not stat.S_ISREG(info.st_mode) or not rel.endswith(".md"):
+        return None
+    return info.st_size, info.st_mtime_ns
