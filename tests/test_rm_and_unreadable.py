@@ -6,13 +6,12 @@ without the two capabilities that let it (setpriv --bounding-set), keeping its u
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from test_walk_links import unprivileged
 
 from memwiki.wiki import Wiki
 
@@ -75,16 +74,6 @@ def test_add_body_file_that_does_not_exist(wiki_dir, cli) -> None:
     assert code == 2 and err.endswith("bad.txt: not UTF-8 text\n")
 
 
-def _without_read_override() -> list[str]:
-    """The command prefix that makes permissions bind: root keeps its uid, loses DAC override."""
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("as root, setpriv (util-linux) is needed to make a file unreadable")
-    return [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
-
-
 @pytest.mark.parametrize(
     "argv",
     [
@@ -100,7 +89,7 @@ def test_an_unreadable_file_is_one_line_not_an_internal_error(wiki_dir, argv) ->
     locked.chmod(0)
     try:
         done = subprocess.run(
-            [*_without_read_override(), sys.executable, "-m", "memwiki", "--wiki", str(wiki_dir),
+            [*unprivileged(), sys.executable, "-m", "memwiki", "--wiki", str(wiki_dir),
              *argv],
             capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60,
         )  # fmt: skip

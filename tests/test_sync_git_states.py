@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from test_sync import clone_to, gitcli, read, recall, seeded_remote, write
+from test_sync_vault import forbid_a_word_and_install_the_hooks
 
 from memwiki.config import load
 from memwiki.errors import StateError
@@ -130,15 +131,7 @@ def test_sync_runs_the_installed_hooks_with_this_memwiki_when_it_is_not_on_path(
     path = f"{only}:/usr/bin:/bin" if pre_commit_on_path else "/usr/bin:/bin"
     monkeypatch.setenv("PRE_COMMIT_HOME", str(tmp_path / "pre-commit-home"))
     remote, a, _ = _devices(tmp_path)
-    config = (a.root / ".pre-commit-config.yaml").read_text()
-    config += (
-        "      - id: no-forbidden\n        name: no FORBIDDEN words\n        entry: FORBIDDEN\n"
-        "        language: pygrep\n        files: \\.md$\n"
-    )
-    (a.root / ".pre-commit-config.yaml").write_text(config)
-    a.commit()
-    subprocess.run([str(venv_bin / "pre-commit"), "install"], cwd=a.root, check=True,
-                   capture_output=True)  # fmt: skip
+    forbid_a_word_and_install_the_hooks(a, venv_bin)
     monkeypatch.setenv("PATH", path)
     write(a.root, "memory/fine.md", recall("fine", "All good.\n"))
     write(a.root, "memory/secret.md", recall("secret", "This is FORBIDDEN here.\n"))

@@ -354,15 +354,10 @@ def test_a_sidecar_another_device_committed_never_reaches_this_one(tmp_path):
     assert "Left out: .memwiki/" in gitcli(a.root, "log", "-1", "--format=%B")
 
 
-def test_installed_pre_commit_hooks_check_what_sync_commits(tmp_path, monkeypatch):
-    venv_bin = Path(sys.executable).parent
-    if not (venv_bin / "pre-commit").exists():
-        pytest.skip("pre-commit is not installed beside this Python")
-    monkeypatch.setenv("PATH", f"{venv_bin}:{os.environ.get('PATH', '')}")
-    monkeypatch.setenv("PRE_COMMIT_HOME", str(tmp_path / "pre-commit-home"))
-    remote, a, _ = two_devices(tmp_path)
-    # The wiki's own hook config, plus a team rule: no "FORBIDDEN" in any note.
-    config = (a.root / ".pre-commit-config.yaml").read_text()
+def forbid_a_word_and_install_the_hooks(wiki: Wiki, venv_bin: Path) -> None:
+    """The wiki's own hook config plus a team rule (no "FORBIDDEN" in any note), committed
+    and installed with the pre-commit beside this Python."""
+    config = (wiki.root / ".pre-commit-config.yaml").read_text()
     config += (
         "      - id: no-forbidden\n"
         "        name: no FORBIDDEN words\n"
@@ -370,10 +365,20 @@ def test_installed_pre_commit_hooks_check_what_sync_commits(tmp_path, monkeypatc
         "        language: pygrep\n"
         "        files: \\.md$\n"
     )
-    (a.root / ".pre-commit-config.yaml").write_text(config)
-    a.commit()
-    subprocess.run([str(venv_bin / "pre-commit"), "install"], cwd=a.root, check=True,
+    (wiki.root / ".pre-commit-config.yaml").write_text(config)
+    wiki.commit()
+    subprocess.run([str(venv_bin / "pre-commit"), "install"], cwd=wiki.root, check=True,
                    capture_output=True)  # fmt: skip
+
+
+def test_installed_pre_commit_hooks_check_what_sync_commits(tmp_path, monkeypatch):
+    venv_bin = Path(sys.executable).parent
+    if not (venv_bin / "pre-commit").exists():
+        pytest.skip("pre-commit is not installed beside this Python")
+    monkeypatch.setenv("PATH", f"{venv_bin}:{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("PRE_COMMIT_HOME", str(tmp_path / "pre-commit-home"))
+    remote, a, _ = two_devices(tmp_path)
+    forbid_a_word_and_install_the_hooks(a, venv_bin)
     write(a.root, "memory/fine.md", recall("fine", "All good.\n"))
     write(a.root, "memory/secret.md", recall("secret", "This is FORBIDDEN here.\n"))
     result = syncmod.sync(a, load())

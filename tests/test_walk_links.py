@@ -76,7 +76,7 @@ def test_folder_symlinks_inside_the_wiki_are_not_indexed_again(wiki):
     assert len(paths) == len(set(paths)) and not any("again" in p or "/sk/" in p for p in paths)
 
 
-def _unprivileged() -> list[str]:
+def unprivileged() -> list[str]:
     """A command prefix under which file permissions apply (root bypasses them)."""
     if os.geteuid() != 0:
         return []
@@ -96,7 +96,7 @@ def test_an_unreadable_folder_is_reported_by_list_lint_and_retrieve(wiki, tmp_pa
     (wiki.root / "memory" / "note-2.md").rename(sub / "note-2.md")
     sub.chmod(0)
     try:
-        command = [*_unprivileged(), sys.executable, "-m", "memwiki", "-w", str(wiki.root)]
+        command = [*unprivileged(), sys.executable, "-m", "memwiki", "-w", str(wiki.root)]
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
 
         def run(*argv: str) -> subprocess.CompletedProcess:
