@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 from test_sync import clone_to, gitcli, read, recall, seeded_remote, write
@@ -263,3 +263,28 @@ def test_naming_what_does_not_exist_is_exit_3(tmp_path, cli):
     assert cli("--wiki", w.root, "remote", "show")[0] == 0
     code, _, err = cli("project", tmp_path / "nowhere")
     assert code == 3 and "no such directory" in err
+
+
+def test_a_note_renamed_differently_on_two_devices_keeps_one_name_and_a_copy(tmp_path):
+    """Bug: both new names were kept as two notes, each reported as "deleted-by-...",
+    and nothing (no conflict copy, no lint problem) pointed at the duplicate."""
+    _, a, b = _devices(tmp_path, {"memory/cats.md": recall("cats", DOGS)})
+    (a.root / "memory/cats.md").unlink()
+    write(a.root, "memory/felines.md", recall("felines", DOGS))
+    (b.root / "memory/cats.md").unlink()
+    write(b.root, "memory/kitties.md", recall("kitties", DOGS + "More from B.\n"))
+    syncmod.sync(a, load())
+    result = syncmod.sync(b, load())
+    (conflict,) = result.conflicts
+    assert (conflict.kind, conflict.path, conflict.kept) == (
+        "renamed-differently",
+        "memory/kitties.md",
+        "ours",
+    )
+    assert conflict.copy is not None and conflict.copy.startswith("memory/kitties.conflict-")
+    syncmod.sync(a, load())
+    for w in (a, b):
+        names = {p.name for p in (w.root / "memory").glob("*.md")}
+        assert names == {"kitties.md", PurePosixPath(conflict.copy).name}
+        assert "More from B." in read(w.root, "memory/kitties.md")
+        assert "conflict_of: memory/kitties" in read(w.root, conflict.copy)

@@ -11,7 +11,8 @@ Used by memorize commit (label ``run-<id>``) and by sync (label ``remote``):
 - one side has a file where the other has a folder: the folder stays and the file is
   written beside it as a copy (git cannot hold both at one path);
 - one side renamed a file (edited or not) that the other side edited: the rename stays,
-  and the other side's version is written beside the new name as a copy;
+  and the other side's version is written beside the new name as a copy; both sides
+  renamed it to different names: ours stays, theirs is written beside it as a copy;
 - a file inside a dot-folder (``.obsidian/``, ``.trash/``: an app's per-device state) gets
   no copy, since a new file there is a write into the app's own folder: ours wins, and
   theirs stays in git history (the merge commit's second parent);
@@ -49,7 +50,8 @@ class Conflict:
 
     path: str
     # both-modified | both-added | deleted-by-ours | deleted-by-theirs | file-and-folder |
-    # renamed-and-edited (kept: the side that renamed; copy: the other side's edit)
+    # renamed-and-edited (kept: the side that renamed; copy: the other side's edit) |
+    # renamed-differently (kept: ours, whose new name stays; copy: theirs' version)
     kind: str
     kept: str  # ours | theirs (for file-and-folder: whose folder stayed)
     copy: str | None = None
@@ -187,7 +189,9 @@ def resolve_conflicts(
     resolved: list[Conflict] = []
     pending = list(index.conflicts) if index.conflicts is not None else []
     renames = _renames(repo, pending)
-    moved = {entry.path for _, entry in renames.values()}
+    moved = {
+        e.path for _, _, kept, other in renames.values() for e in (kept, other) if e is not None
+    }
     for anc, ours, theirs in pending:
         for entry in (anc, ours, theirs):
             if entry is not None and index.conflicts is not None and entry.path in index.conflicts:
@@ -230,25 +234,47 @@ def resolve_conflicts(
 Entry: TypeAlias = pygit2.IndexEntry
 
 
-def _renames(repo: pygit2.Repository, pending: list) -> dict[str, tuple[str, Entry]]:
-    """{old path: (side, entry at the new path)} for each file one side renamed (edited or
-    not) while the other side changed it: libgit2 leaves the old path without the renaming
-    side's stage and the new path as a conflict of that side alone."""
+# (kind, the side whose name stays, its entry at the new name, the other side's version:
+# its own new name's entry, or None when it is that side's stage at the old path)
+Rename: TypeAlias = tuple[str, str, Entry, Entry | None]
+
+
+def _renames(repo: pygit2.Repository, pending: list) -> dict[str, Rename]:
+    """{old path: Rename} for each file one side renamed (edited or not) while the other
+    side edited it, or renamed it to another name. libgit2 leaves the old path without the
+    renaming side's stage, and each new path as a conflict of its side alone."""
     alone: dict[str, list[Entry]] = {
         "ours": [o for a, o, t in pending if a is None and t is None and o is not None],
         "theirs": [t for a, o, t in pending if a is None and o is None and t is not None],
     }
-    found: dict[str, tuple[str, Entry]] = {}
+
+    def renamed_to(side: str, old: pygit2.Blob) -> Entry | None:
+        return next(
+            (
+                e
+                for e in alone[side]
+                if gitstore.similarity(old, repo[e.id].data) >= gitstore.RENAME_SIMILARITY
+            ),
+            None,
+        )
+
+    found: dict[str, Rename] = {}
     for anc, ours, theirs in pending:
-        if anc is None or (ours is None) == (theirs is None):
+        if anc is None or (ours is not None and theirs is not None):
+            continue
+        old = repo[anc.id]
+        if ours is None and theirs is None:  # both renamed it, to different names
+            mine, other = renamed_to("ours", old), renamed_to("theirs", old)
+            if mine is not None and other is not None:
+                alone["ours"].remove(mine)
+                alone["theirs"].remove(other)
+                found[anc.path] = ("renamed-differently", "ours", mine, other)
             continue
         side = "ours" if ours is None else "theirs"  # the side that no longer has the old path
-        old = repo[anc.id]
-        for entry in alone[side]:
-            if gitstore.similarity(old, repo[entry.id].data) >= gitstore.RENAME_SIMILARITY:
-                found[anc.path] = (side, entry)
-                alone[side].remove(entry)
-                break
+        entry = renamed_to(side, old)
+        if entry is not None:
+            alone[side].remove(entry)
+            found[anc.path] = ("renamed-and-edited", side, entry, None)
     return found
 
 
@@ -256,23 +282,25 @@ def _resolve_rename(
     repo: pygit2.Repository,
     index: pygit2.Index,
     label: str,
-    rename: tuple[str, Entry],
+    rename: Rename,
     ours: Entry | None,
     theirs: Entry | None,
 ) -> Conflict:
-    """The rename stays; the other side's edit of the old file goes beside the new name.
+    """One new name stays; the other side's version goes beside it as a conflict copy.
 
-    Bug it prevents: both files were kept, the old name resurrected with the edit and the
-    new one reported as "deleted-by-theirs", duplicates that nothing pointed out.
+    Bug it prevents: both files were kept, an edit against a rename brought the old name
+    back, two renames left two names, each reported as "deleted-by-...": duplicate notes
+    that nothing pointed out.
     """
-    side, renamed = rename
-    edited = theirs if side == "ours" else ours
-    assert edited is not None
-    index.add(Entry(renamed.path, renamed.id, renamed.mode))
-    if in_dot_folder(renamed.path):
-        return Conflict(renamed.path, "renamed-and-edited", side)
-    copy = _write_copy(repo, index, Entry(renamed.path, edited.id, edited.mode), label)
-    return Conflict(renamed.path, "renamed-and-edited", side, copy)
+    kind, side, kept, other = rename
+    if other is None:
+        other = theirs if side == "ours" else ours
+    assert other is not None
+    index.add(Entry(kept.path, kept.id, kept.mode))
+    if in_dot_folder(kept.path):
+        return Conflict(kept.path, kind, side)
+    copy = _write_copy(repo, index, Entry(kept.path, other.id, other.mode), label)
+    return Conflict(kept.path, kind, side, copy)
 
 
 def _is_folder(index: pygit2.Index, path: str) -> bool:
