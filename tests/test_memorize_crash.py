@@ -118,3 +118,35 @@ def test_a_kill_between_checkout_and_ref_update_is_finished_without_a_second_mer
     assert result.commit == merge_commit and result.already_committed
     assert git(wiki.root, "rev-parse", "HEAD").strip() == merge_commit
     assert len(merges(wiki.root)) == 1 and clean_status(wiki.root) == ""
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [b"", b"\xff\xfe not json", b"[]", b'{"phase": "bogus"}', "sessions-int", "sessions-items"],
+)
+def test_a_damaged_run_state_is_listed_and_discarded_never_an_internal_error(tmp_path, damage):
+    """Bugs: an unreadable run.json stopped `memorize status` for every run (exit 5) and
+    left discard unable to remove the run (its worktree and branch stayed); a run.json of
+    another shape ended status, commit and discard with an internal error (exit 70); a
+    commit of an unknown phase ran anyway."""
+    from memwiki.errors import StorageError
+
+    wiki = make_wiki(tmp_path)
+    session = payload(tmp_path, "s.json", ["hello"])
+    memorize.prepare(wiki, [session], run_id="bad")
+    memorize.prepare(wiki, [payload(tmp_path, "t.json", ["other"])], run_id="good")
+    state = wiki.sidecar / "runs" / "bad" / "run.json"
+    if isinstance(damage, bytes):
+        state.write_bytes(damage)
+    else:
+        data = json.loads(state.read_text())
+        data["sessions"] = 5 if damage == "sessions-int" else [5]
+        state.write_text(json.dumps(data))
+    listed = {s.run_id: s for s in memorize.status(wiki)}
+    assert listed["good"].state == "prepared"
+    assert listed["bad"].state == "incomplete" and "discard it" in listed["bad"].detail
+    with pytest.raises(StorageError, match="memwiki memorize discard bad"):
+        memorize.commit(wiki, "bad")
+    assert memorize.discard(wiki, "bad").state == "incomplete"
+    assert [s.run_id for s in memorize.status(wiki)] == ["good"]
+    assert run_branches(wiki.root) == ["memwiki/run/good"] and worktree_count(wiki.root) == 2

@@ -86,7 +86,12 @@ def _workspace_changes(workspace: Path, base: str | None) -> list[str]:
 
 def _status_of(wiki: Wiki, run_id: str) -> RunStatus:
     directory = runstate.run_dir(wiki.sidecar, run_id)
-    state = runstate.load_state(directory) if directory.is_dir() else None
+    try:
+        state = runstate.load_state(directory) if directory.is_dir() else None
+    except runstate.DamagedRun as exc:
+        # Listed, and discard still removes it: a damaged run.json used to stop `status`
+        # for every run and left discard unable to remove the run.
+        return RunStatus(run_id, INCOMPLETE, f"{exc.why}: discard it")
     if state is None:
         detail = "prepare did not finish" if directory.is_dir() else "branch without a run"
         return RunStatus(run_id, INCOMPLETE, detail)

@@ -115,20 +115,63 @@ class RunState:
         return [s["source_id"] for s in self.sessions]
 
 
+PHASES = (PREPARING, PREPARED, COMMITTING, MERGING, COMMITTED)
+
+
+class DamagedRun(StorageError):
+    """run.json cannot be read as a run's state (the run can only be discarded)."""
+
+    def __init__(self, path: Path, why: str):
+        self.why = why
+        super().__init__(
+            f"{path}: {why}; the run can only be discarded "
+            f"(`memwiki memorize discard {path.parent.name}`)"
+        )
+
+
 def load_state(directory: Path) -> RunState | None:
-    """Read run.json; None when it is missing (a prepare killed before its first write)."""
+    """Read run.json; None when it is missing (a prepare killed before its first write).
+
+    A file that is not a run's state (truncated, not JSON, another shape, a field of the
+    wrong type, an unknown phase) is DamagedRun: it used to end status, commit and discard
+    with an internal error, or a commit of an unknown phase ran anyway.
+    """
     path = Path(directory) / STATE_FILE
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        raise StorageError(f"{path}: unreadable run state: {exc}") from None
+        raise DamagedRun(path, f"unreadable run state: {exc}") from None
+    problem = _shape_problem(raw)
+    if problem is not None:
+        raise DamagedRun(path, f"damaged run state: {problem}")
     known = set(RunState.__dataclass_fields__)
     try:
         return RunState(**{k: v for k, v in raw.items() if k in known})
     except TypeError as exc:
-        raise StorageError(f"{path}: incomplete run state: {exc}") from None
+        raise DamagedRun(path, f"incomplete run state: {exc}") from None
+
+
+def _shape_problem(raw: object) -> str | None:
+    """What makes raw not a run's state, or None."""
+    if not isinstance(raw, dict):
+        return f"a JSON {type(raw).__name__}, not an object"
+    if raw.get("phase") not in PHASES:
+        return f"unknown phase {raw.get('phase')!r}"
+    kinds = {"list": list, "dict": dict, "int": int}
+    for name, f in RunState.__dataclass_fields__.items():
+        value = raw.get(name)
+        if value is None:
+            continue
+        outer, _, inner = str(f.type).partition("[")  # annotations are strings here
+        if not isinstance(value, kinds.get(outer, str)):
+            return f"{name!r} is a JSON {type(value).__name__}"
+        if isinstance(value, list):  # and each item: list[str] or list[dict[...]]
+            item = kinds.get(inner.split("[")[0].rstrip("]"), str)
+            if not all(isinstance(v, item) for v in value):
+                return f"an item of {name!r} is not a JSON {'object' if item is dict else 'string'}"
+    return None
 
 
 def save_state(directory: Path, state: RunState) -> None:
