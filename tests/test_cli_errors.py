@@ -85,3 +85,12 @@ def test_retrieve_json_and_files_together_is_a_usage_error(wiki, run_memwiki):
     done = run_memwiki("--wiki", wiki.root, "retrieve", "deploy", "--json", "--files")
     assert done.returncode == 2
     assert "--json and --files cannot be used together" in done.stderr
+
+
+@pytest.mark.parametrize("deadline", ["10000000000000", "9" * 400])
+def test_a_huge_deadline_is_no_deadline_not_an_overflow(wiki, run_memwiki, deadline):
+    """Bug: `--deadline 10000000000000` ended with an internal error (OverflowError:
+    timestamp out of range), in markdown and in --json."""
+    done = run_memwiki("--wiki", wiki.root, "retrieve", "deploy", "--deadline", deadline, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["mode"] in ("hybrid", "bm25")

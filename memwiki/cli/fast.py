@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 from .argv import JSON_FLAG, RETRIEVE, Globals
 
+MAX_DEADLINE_MS = 86_400_000  # a day
+
 if TYPE_CHECKING:
     from argparse import Namespace
 
@@ -71,6 +73,8 @@ def run_retrieve(
     if as_json and files:
         raise InvalidInput("retrieve: --json and --files cannot be used together")
     deadline = None
+    if deadline_ms is not None and deadline_ms > MAX_DEADLINE_MS:
+        deadline_ms = None  # longer than any answer takes: no deadline (a huge one overflowed)
     if deadline_ms is not None:
         if deadline_ms < 0:
             raise InvalidInput("--deadline must be a number of milliseconds, 0 or more")
