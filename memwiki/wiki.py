@@ -179,10 +179,23 @@ class Wiki:
     # ----------------------------------------------------------- reading
 
     def path_of(self, track: str, name: str) -> Path:
-        """The file path of track/name, refusing anything that would escape the wiki."""
+        """The file of track/name: TRACK/NAME.md, or the note of that name in a subfolder of
+        the track (names are unique in a track, whatever the folders); never outside the wiki.
+
+        Bug it prevents: a note moved into a subfolder (as Obsidian users do) was listed and
+        retrieved, but `show`, `rm`, `links` and `log` could not find it, and `add` or `put`
+        of its name created a second note at the top of the track.
+        """
         check_slug(track, "track")
         check_slug(name)
-        return safe_join(self.root, track, f"{name}.md")
+        path = safe_join(self.root, track, f"{name}.md")
+        if path.is_file() or not (self.root / track).is_dir():
+            return path
+        wanted = f"{name}.md"
+        for found in markdown_files(self.root / track, self.root):
+            if found.name == wanted:
+                return found
+        return path
 
     def iter_paths(self, track: str | None = None) -> Iterator[tuple[str, Path]]:
         """Every markdown file in a track folder, as (track, path), sorted; dot-folders skipped."""

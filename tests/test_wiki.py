@@ -599,3 +599,26 @@ def test_iter_paths_lists_what_rglob_listed_in_the_same_order(tmp_path_factory, 
         else:
             path.symlink_to(outside / "x.md")
     assert list(wiki.iter_paths()) == _rglob_paths(wiki)
+
+
+def test_a_note_in_a_subfolder_of_its_track_is_found_by_its_name(tmp_path, cli) -> None:
+    """Bug: a note moved into a subfolder was listed and retrieved, but `show`, `rm`,
+    `links` and `log` said it did not exist, and `add` of its name made a duplicate at
+    the top of the track (which lint then reported)."""
+    wiki, _ = Wiki.init(tmp_path / "w")
+    (wiki.root / "memory/sub").mkdir()
+    note = wiki.root / "memory/sub/sibling.md"
+    note.write_text("---\nname: sibling\ndescription: d\n---\nbody\n")
+    wiki.commit()
+    code, out, err = cli("--wiki", wiki.root, "show", "memory/sibling")
+    assert code == 0 and "body" in out, err
+    assert cli("--wiki", wiki.root, "links", "memory/sibling")[0] == 0
+    code, out, _ = cli("--wiki", wiki.root, "log", "memory/sibling")
+    assert code == 0 and out.strip()
+    code, _, err = cli("--wiki", wiki.root, "add", "memory", "sibling", "-d", "new", stdin="x\n")
+    assert code == 0, err
+    assert not (wiki.root / "memory/sibling.md").exists()
+    assert "description: new" in note.read_text()
+    assert cli("--wiki", wiki.root, "lint")[0] == 0
+    assert cli("--wiki", wiki.root, "rm", "memory/sibling")[0] == 0
+    assert not note.exists()
