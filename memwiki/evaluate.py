@@ -56,9 +56,16 @@ def load_queries(path: Path) -> list[Query]:
             raise InvalidInput(
                 f'{path}:{n}: expected {{"query": ..., "relevant": [...]}}'
             ) from None
-        if not isinstance(q, str) or not isinstance(rel, list) or not rel:
-            raise InvalidInput(f"{path}:{n}: query must be a string and relevant a non-empty list")
-        queries.append(Query(q, [str(r) for r in rel], str(obj.get("kind") or "")))
+        if (
+            not isinstance(q, str)
+            or not isinstance(rel, list)
+            or not rel
+            or not all(isinstance(r, str) for r in rel)
+        ):
+            raise InvalidInput(
+                f"{path}:{n}: query must be a string and relevant a non-empty list of paths"
+            )
+        queries.append(Query(q, list(rel), str(obj.get("kind") or "")))
     if not queries:
         raise InvalidInput(f"{path}: no queries")
     return queries

@@ -198,20 +198,39 @@ def main_tree_name(repo: Repository) -> str:
     return common.name  # a bare repository with linked worktrees: `ledger.git`
 
 
-def parse_map(text: str | None) -> dict[str, str]:
+def parse_map(text: str | None, strict: bool = False) -> dict[str, str]:
     """The `projects` setting: `KEY=slug` entries separated by commas or newlines.
 
-    KEY is a directory prefix (absolute, or starting with `~`) or a remote URL.
+    KEY is a directory prefix (absolute, or starting with `~`) or a remote URL. strict
+    (the command line's entry points): an entry that is none of these is InvalidInput,
+    exit 2, as for any setting memwiki cannot use; it was ignored without a word. The
+    prompt hook and the scheduled bridge stay lenient: they never stop on configuration.
     """
     out: dict[str, str] = {}
     for entry in re.split(r"[,\n]", text or ""):
-        if "=" not in entry:
+        if not entry.strip():
             continue
-        key, slug = entry.rsplit("=", 1)
+        key, _, slug = entry.rpartition("=")
         key, slug = key.strip(), slug.strip()
-        if key and slug and SLUG_RE.match(slug) and len(slug) <= MAX_SLUG:
+        problem = _map_entry_problem(key, slug)
+        if problem is None:
             out[key] = slug
+        elif strict:
+            from .errors import InvalidInput
+
+            raise InvalidInput(f"projects: {entry.strip()!r}: {problem}")
     return out
+
+
+def _map_entry_problem(key: str, slug: str) -> str | None:
+    """Why `key=slug` is not a usable entry of the projects map, or None."""
+    if not key:
+        return "expected KEY=slug (a directory or a remote URL, then the project's slug)"
+    if not SLUG_RE.match(slug) or len(slug) > MAX_SLUG:
+        return f"{slug!r} is not a project slug (lowercase letters, digits, hyphens)"
+    if not key.startswith(("/", "~")) and "://" not in key and ":" not in key:
+        return "the key must be an absolute directory, start with ~, or be a remote URL"
+    return None
 
 
 def _norm_url(url: str) -> str:

@@ -234,3 +234,24 @@ def test_eval_reports_every_mode_side_by_side(demo, cli, tmp_path):
     bad.write_text('{"query": "x"}\n')
     code, _, err = cli("--wiki", demo.root, "eval", bad)
     assert code == 2 and "bad.jsonl:1" in err
+
+
+def test_eval_refuses_what_would_score_quietly_wrong(demo, cli, tmp_path):
+    """Bugs: `eval -k -1` scored 1.0 (the ranking cut from its end) and -k 0 printed R@0;
+    a relevant path with a typo, without .md, or not a string scored 0 without a word."""
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(QUERIES.read_text().splitlines()[0] + "\n")
+    for k in ("0", "-1"):
+        code, _, err = cli("--wiki", demo.root, "eval", queries, "-k", k)
+        assert code == 2 and "-k must be at least 1" in err
+    code, _, err = cli("--wiki", demo.root, "eval", queries, "--mode", " , ")
+    assert code == 2 and "names no mode" in err
+    for relevant, message in (
+        ('["memory/nosuch.md"]', "is not a file of the wiki"),
+        ('["memory/people"]', "is not a file of the wiki"),
+        ("[1, null]", "a non-empty list of paths"),
+    ):
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text(f'{{"query": "who", "relevant": {relevant}}}\n')
+        code, _, err = cli("--wiki", demo.root, "eval", bad)
+        assert code == 2 and message in err, err

@@ -539,3 +539,26 @@ def test_a_cjk_repository_is_a_project_and_its_name_in_a_query_names_it(tmp_path
     write(wiki.root, "skill/deploy-ledger.md", "How to deploy", "Run make deploy.", "ledger")
     for project, first in ((slug, "skill/deploy-billing.md"), ("ledger", "skill/deploy-ledger.md")):
         assert paths(wiki, "how to deploy", project)[0] == first
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("garbage", "expected KEY=slug"),
+        ("/tmp/r2=Bad Slug", "is not a project slug"),
+        ("src/x=foo", "the key must be an absolute directory"),
+    ],
+)
+def test_a_projects_entry_memwiki_cannot_use_stops_the_command(text, problem, cli, monkeypatch):
+    """Bug: `MEMWIKI_PROJECTS='garbage'` (or a bad slug, or a relative directory) was
+    ignored without a word by `memwiki project` and `retrieve`; the hook stays lenient."""
+    from memwiki.errors import InvalidInput
+
+    assert pj.parse_map(text) == {}
+    with pytest.raises(InvalidInput, match=problem):
+        pj.parse_map(text, strict=True)
+    monkeypatch.setenv("MEMWIKI_PROJECTS", text)
+    code, _, err = cli("project")
+    assert code == 2 and problem in err
+    good = "/srv/a=alpha, ~/b=beta, git@example.org:team/c.git=gamma, https://x.example/d=delta"
+    assert len(pj.parse_map(good, strict=True)) == 4

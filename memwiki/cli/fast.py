@@ -86,7 +86,7 @@ def run_retrieve(
 
     earlyscan.start(config.wiki_path)  # a large wiki's scan, before the rest is imported
     wiki = Wiki.open(config.wiki_path, config)
-    mapping = parse_map(config.projects)
+    mapping = parse_map(config.projects, strict=True)
     preferred = scope(project, cwd or os.getcwd(), mapping, config.home, wiki.root)
     result = wiki.retrieve(
         query,

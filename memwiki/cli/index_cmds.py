@@ -107,8 +107,23 @@ def eval_(
     from ..evaluate import evaluate, load_queries
 
     modes = [m.strip() for m in mode.split(",") if m.strip()]
+    from ..errors import InvalidInput
+
+    if k < 1:  # -k 0 scored nothing; a negative k cut the ranking from its end
+        raise InvalidInput("eval: -k must be at least 1")
+    if not modes:
+        raise InvalidInput("eval: --mode names no mode")
+    modes = list(dict.fromkeys(modes))
     wiki = open_wiki()
-    reports = evaluate(wiki, load_queries(queries), modes, k=k, config=wiki.config)
+    query_set = load_queries(queries)
+    for q in query_set:  # a typo in a path would score 0 without a word
+        missing = next((r for r in q.relevant if not (wiki.root / r).is_file()), None)
+        if missing is not None:
+            raise InvalidInput(
+                f"{queries}: relevant path {missing!r} (query {q.query[:60]!r}) is not a file "
+                "of the wiki: paths are relative to the wiki, such as memory/x.md"
+            )
+    reports = evaluate(wiki, query_set, modes, k=k, config=wiki.config)
     if as_json:
         emit_json({"k": k, "modes": [r.to_dict() for r in reports]})
         return

@@ -56,7 +56,7 @@ def _session_project(project: str | None, root: str | None) -> tuple[str | None,
             raise InvalidInput("--root needs --project")
         return None, None
     cfg = config()
-    here = identify(root or os.getcwd(), parse_map(cfg.projects), cfg.home)
+    here = identify(root or os.getcwd(), parse_map(cfg.projects, strict=True), cfg.home)
     if project == "auto":
         if here is None:
             raise InvalidInput("--project auto: this directory is not inside a git repository")

@@ -23,7 +23,7 @@ def project(
 
         raise NotFound(f"{directory}: no such directory")
     cfg = config()
-    found = identify(directory or os.getcwd(), parse_map(cfg.projects), cfg.home)
+    found = identify(directory or os.getcwd(), parse_map(cfg.projects, strict=True), cfg.home)
     if as_json:
         emit_json(found.to_dict() if found else {"project": None, "root": None, "source": None})
     elif found is None:
