@@ -58,8 +58,8 @@ def _decode_cursor(cursor: str) -> tuple[str, str, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         track, name, *rel = json.loads(raw)
-        if len(rel) > 1:
-            raise ValueError(cursor)
+        if len(rel) > 1 or not all(isinstance(v, str) for v in (track, name, *rel)):
+            raise ValueError(cursor)  # a hand-made cursor of other values: not ours
         # A two-part cursor (older memwiki) sorts before every path of its (track, name).
         return str(track), str(name), str(rel[0]) if rel else ""
     except (ValueError, TypeError):

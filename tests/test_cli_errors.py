@@ -94,3 +94,17 @@ def test_a_huge_deadline_is_no_deadline_not_an_overflow(wiki, run_memwiki, deadl
     done = run_memwiki("--wiki", wiki.root, "retrieve", "deploy", "--deadline", deadline, "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["mode"] in ("hybrid", "bm25")
+
+
+def test_values_that_were_taken_silently_are_usage_errors(wiki, cli):
+    """Bugs: `retrieve --budget -5` was taken as no budget, `log ''` printed the whole
+    history, and a hand-made list cursor of other values returned an empty page."""
+    import base64
+
+    code, _, err = cli("--wiki", wiki.root, "retrieve", "x", "--budget", "-5")
+    assert code == 2 and "--budget must be 0" in err
+    code, _, err = cli("--wiki", wiki.root, "log", "")
+    assert code == 2 and "expected TRACK/NAME" in err
+    cursor = base64.urlsafe_b64encode(b'[{"a":1},2,3]').decode()
+    code, _, err = cli("--wiki", wiki.root, "list", "--cursor", cursor)
+    assert code == 2 and "invalid cursor" in err

@@ -272,7 +272,7 @@ def log(
 ) -> None:
     """Show the history of the wiki or of one RecallFile."""
     wiki = open_wiki()
-    track, name = split_ref(ref) if ref else (None, None)
+    track, name = split_ref(ref) if ref is not None else (None, None)  # '' is a bad ref
     entries = wiki.log(track, name, limit=n)
     if as_json:
         emit_json([e.to_dict() for e in entries])

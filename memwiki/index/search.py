@@ -130,6 +130,8 @@ def retrieve(
         raise InvalidInput(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     if k < 1:
         raise InvalidInput("-k must be at least 1")
+    if budget < 0:  # was taken as 0 (no budget) without a word
+        raise InvalidInput("--budget must be 0 (no limit) or more")
     if fusion not in ("score", "rrf"):
         raise InvalidInput(f"unknown fusion {fusion!r}: use score or rrf")
     if track is not None:
