@@ -80,6 +80,7 @@ def _sample(host: str, config: Config) -> tuple[str | None, int, Counter[str], l
         refs = source.list_sessions()
     except Exception as exc:  # detection reports a broken store instead of failing
         return str(location) if location else None, 0, counts, [f"cannot list sessions: {exc}"]
+    notes.extend(source.problems)  # a locked or corrupt store, whose sessions are not counted
     for ref in refs[:SAMPLE_STREAMS]:
         try:
             records = source.read(ref, None).records[:SAMPLE_RECORDS]
