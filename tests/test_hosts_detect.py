@@ -79,3 +79,16 @@ def test_detect_notes_a_corrupt_hermes_store(tmp_path):
     st = host_status("hermes", cfg)
     assert not st.memorize
     assert any("state.db: cannot read the database: file is not a database" in n for n in st.notes)
+
+
+def test_detect_finds_a_codex_block_left_in_agents_md_under_an_override(tmp_path):
+    """Bug: detect said "block no" when the block was in AGENTS.md and an override existed."""
+    cfg = make_config(tmp_path)
+    codex = cfg.home / ".codex"
+    codex.mkdir()
+    (codex / "AGENTS.md").write_text("# Mine\n")
+    install("codex", cfg)
+    (codex / "AGENTS.override.md").write_text("o\n")
+    st = host_status("codex", cfg)
+    assert st.installed
+    assert any("does not read" in n and "AGENTS.override.md" in n for n in st.notes)

@@ -244,3 +244,28 @@ def test_instruction_block_template_says_what_to_do():
     assert 'memwiki retrieve "<the request, reworded if useful>"' in text
     assert "memwiki retrieve --json" in text
     assert "stale" in text and "line ranges" in text
+
+
+def test_codex_uninstall_finds_the_block_after_an_override_appears(tmp_path):
+    """Bug: once AGENTS.override.md existed, uninstall looked only there and left the block
+    install had put in AGENTS.md (and detect said the block was not installed)."""
+    home = tmp_path / "cx"
+    home.mkdir()
+    cfg = make_config(tmp_path, CODEX_HOME=str(home))
+    plain, override = home / "AGENTS.md", home / "AGENTS.override.md"
+    plain.write_text("# Mine\n")
+    install("codex", cfg)
+    override.write_text("o\n")
+    assert installed("codex", cfg) and not installed("codex", cfg, override)
+    result = uninstall("codex", cfg)
+    assert [(c.path, c.action) for c in result.changes] == [(str(plain), "removed")]
+    assert plain.read_text() == "# Mine\n" and override.read_text() == "o\n"
+    assert not installed("codex", cfg)
+    # A block in each file (install run again after the override appeared): both go.
+    install("codex", cfg)
+    override.unlink()
+    install("codex", cfg)
+    override.write_text("o\n")
+    install("codex", cfg)
+    assert [c.action for c in uninstall("codex", cfg).changes] == ["removed", "removed"]
+    assert plain.read_text() == "# Mine\n" and override.read_text() == "o\n"

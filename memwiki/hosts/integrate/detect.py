@@ -194,6 +194,12 @@ def host_status(host: str, config: Config) -> HostStatus:
     )
     if target is None:
         st.notes.append("no user-level instruction file: install per project with --path")
+    elif st.installed and not installed(host, config, target):
+        # Codex: the block went into AGENTS.md before AGENTS.override.md, which wins, existed.
+        st.notes.append(
+            f"the block is in a file {host} does not read while {target} exists: "
+            f"run `memwiki install --host {host}` to add it there"
+        )
     if st.found and count and not st.memorize:
         st.notes.append("sessions found, but no conversation record in the newest ones")
     st.notes.extend(_path_notes(host, config, target))

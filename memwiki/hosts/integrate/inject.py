@@ -9,7 +9,7 @@ from typing import Any
 from ...config import Config
 from ...errors import InvalidInput, NotFound, StorageError
 from ..executable import memwiki_command
-from ..mining import claude_code
+from ..mining import claude_code, codex
 from ..mining.base import host_api
 from . import block, claude_settings
 from .textfile import delete_file, read_text, write_text
@@ -64,6 +64,22 @@ def instruction_target(host: str, config: Config, path: Path | None = None) -> P
     return target
 
 
+def block_files(host: str, config: Config, path: Path | None = None) -> list[Path]:
+    """Every file the host's block may be in: install's target first, then the others.
+
+    Codex reads AGENTS.override.md instead of AGENTS.md once it exists, so a block installed
+    before the override was created is still in AGENTS.md: uninstall and detect look in both.
+    """
+    target = instruction_target(host, config, path)
+    if path is not None or host != codex.HOST:
+        return [target]
+    return [target, *(f for f in codex.instruction_files(config) if f != target)]
+
+
+def _has_block(text: str | None, path: Path) -> bool:
+    return text is not None and block.find_block(text, str(path)) is not None
+
+
 def _need_parent(path: Path, host: str) -> None:
     if not path.parent.is_dir():
         raise NotFound(f"{path.parent} does not exist: is {host} installed? (or pass --path)")
@@ -113,7 +129,10 @@ def uninstall(
 ) -> InstallResult:
     """Remove exactly what install added: the block (or the file it created) and the hook."""
     result = InstallResult(host, dry_run)
-    files = [(instruction_target(host, config, path), "instruction")]
+    candidates = block_files(host, config, path)
+    holding = [f for f in candidates if _has_block(read_text(f), f)]
+    # The file(s) holding the block; with none, install's target (reported as unchanged).
+    files = [(f, "instruction") for f in holding or candidates[:1]]
     if host == claude_code.HOST:
         files.append((claude_code.settings_file(config), "settings"))
     for target, kind in files:
@@ -137,9 +156,8 @@ def uninstall(
 
 
 def installed(host: str, config: Config, path: Path | None = None) -> bool:
-    """True when the host's instruction file holds the managed block."""
+    """True when one of the host's instruction files holds the managed block."""
     try:
-        text = read_text(instruction_target(host, config, path))
+        return any(_has_block(read_text(f), f) for f in block_files(host, config, path))
     except (InvalidInput, StorageError):
         return False
-    return text is not None and block.find_block(text) is not None
