@@ -269,3 +269,31 @@ def test_codex_uninstall_finds_the_block_after_an_override_appears(tmp_path):
     install("codex", cfg)
     assert [c.action for c in uninstall("codex", cfg).changes] == ["removed", "removed"]
     assert plain.read_text() == "# Mine\n" and override.read_text() == "o\n"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"hooks": {"Stop": []}, "hooks": {"UserPromptSubmit": []}}\n',
+        '{"hooks": {"UserPromptSubmit": [], "UserPromptSubmit": [{"hooks": []}]}}\n',
+        '{"hooks": {"UserPromptSubmit": [{"hooks": [], "hooks": []}]}}\n',
+    ],
+    ids=["hooks", "event", "group-hooks"],
+)
+def test_settings_with_a_duplicate_key_are_refused_and_nothing_is_written(tmp_path, text):
+    """Bug: with "hooks" twice, install edited the last and uninstall the first, so the
+    round trip ended as {"hooks": {}} and the user's "Stop" member was lost."""
+    cfg, claude = claude_home(tmp_path)
+    settings, target = claude / "settings.json", claude / "CLAUDE.md"
+    settings.write_text(text)
+    with pytest.raises(InvalidInput, match="appears 2 times"):
+        install("claude-code", cfg)
+    assert snapshot(target, settings) == {str(target): None, str(settings): text.encode()}
+    # Installed before the duplicate appeared: uninstall refuses too, and leaves the block.
+    settings.write_text('{"hooks": {"Stop": []}}\n')
+    install("claude-code", cfg)
+    settings.write_text(text)
+    block_before = target.read_bytes()
+    with pytest.raises(InvalidInput):
+        uninstall("claude-code", cfg)
+    assert target.read_bytes() == block_before and settings.read_text() == text

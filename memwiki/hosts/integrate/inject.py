@@ -135,6 +135,9 @@ def uninstall(
     files = [(f, "instruction") for f in holding or candidates[:1]]
     if host == claude_code.HOST:
         files.append((claude_code.settings_file(config), "settings"))
+    # Every file is worked out before any is written: a file memwiki refuses to edit (a
+    # duplicate key, a stray marker) leaves all of them as they were.
+    edits: list[tuple[Path, str | None]] = []
     for target, kind in files:
         before = read_text(target)
         if before is None:
@@ -146,8 +149,9 @@ def uninstall(
             after = claude_settings.remove_hook(before, str(target))
         action = "deleted" if after is None else ("unchanged" if after == before else "removed")
         result.changes.append(FileChange(str(target), kind, action))
-        if dry_run or action == "unchanged":
-            continue
+        if action != "unchanged":
+            edits.append((target, after))
+    for target, after in [] if dry_run else edits:
         if after is None:
             delete_file(target)
         else:
