@@ -297,3 +297,38 @@ def test_settings_with_a_duplicate_key_are_refused_and_nothing_is_written(tmp_pa
     with pytest.raises(InvalidInput):
         uninstall("claude-code", cfg)
     assert target.read_bytes() == block_before and settings.read_text() == text
+
+
+@pytest.mark.parametrize(
+    "original",
+    [b"{}\n", b"", b"{}", b"\n", b'{"hooks": {"UserPromptSubmit": []}}\n', b'{"hooks": {}}\n'],
+    ids=["braces", "empty", "braces-no-newline", "newline", "empty-event", "empty-hooks"],
+)
+def test_settings_that_look_created_come_back_byte_for_byte(tmp_path, original):
+    """Bug: settings.json that was `{}` or empty was deleted by uninstall, and an empty
+    "UserPromptSubmit": [] came back as {}, although docs promise every file back as it was."""
+    cfg, claude = claude_home(tmp_path)
+    settings = claude / "settings.json"
+    settings.write_bytes(original)
+    install("claude-code", cfg)
+    install("claude-code", cfg)  # a second install keeps the record of the first's original
+    result = uninstall("claude-code", cfg)
+    assert settings.read_bytes() == original
+    assert [c.action for c in result.changes] == ["deleted", "removed"]
+    # Created by install: deleted, as before.
+    settings.unlink()
+    install("claude-code", cfg)
+    assert [c.action for c in uninstall("claude-code", cfg).changes] == ["deleted", "deleted"]
+    assert not settings.exists()
+
+
+def test_settings_changed_after_install_lose_only_the_hook(tmp_path):
+    """Bug guard: the before-install record must not undo what changed in settings.json since
+    install (Claude Code rewrites the file): then only the hook entry is taken out."""
+    cfg, claude = claude_home(tmp_path)
+    settings = claude / "settings.json"
+    settings.write_text('{\n  "model": "opus"\n}\n')
+    install("claude-code", cfg)
+    settings.write_text(settings.read_text().replace('"opus"', '"sonnet"'))
+    uninstall("claude-code", cfg)
+    assert settings.read_text() == '{\n  "model": "sonnet"\n}\n'

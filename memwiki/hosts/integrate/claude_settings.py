@@ -2,9 +2,10 @@
 
 Edits are surgical (jsonspan): the rest of the file keeps its bytes, key order and
 formatting, and removal is the exact inverse of the insertion. Two edge cases cannot be
-told apart without remembering the past and are resolved towards "memwiki created it":
-a pre-existing empty "UserPromptSubmit": [] (or "hooks": {}) that install filled is
-removed whole, and a settings file that was exactly `{}` plus a newline is deleted.
+told apart from the text alone and are resolved here towards "memwiki created it": a
+pre-existing empty "UserPromptSubmit": [] (or "hooks": {}) that install filled is removed
+whole, and a settings file that was exactly `{}` plus a newline is deleted. inject keeps
+the bytes from before install and restores them instead while the file is unchanged.
 """
 
 from __future__ import annotations

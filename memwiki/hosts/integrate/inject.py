@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ...config import Config
 from ...errors import InvalidInput, NotFound, StorageError
+from ...fsutil import atomic_write_text
 from ..executable import memwiki_command
 from ..mining import claude_code, codex
 from ..mining.base import host_api
@@ -85,6 +87,54 @@ def _need_parent(path: Path, host: str) -> None:
         raise NotFound(f"{path.parent} does not exist: is {host} installed? (or pass --path)")
 
 
+def _record_path(config: Config) -> Path:
+    # settings.json as it was before install, per path: a file that was `{}` or empty, or
+    # an empty "UserPromptSubmit": [], cannot be told from what install creates otherwise.
+    return config.config_file.parent / "claude-settings-before.json"
+
+
+def _load_record(config: Config) -> dict[str, Any]:
+    try:
+        data = json.loads(_record_path(config).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # no record (installed by an older memwiki): surgical removal
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save_record(config: Config, record: dict[str, Any]) -> None:
+    path = _record_path(config)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(record, indent=2, sort_keys=True) + "\n")
+    except OSError as exc:
+        raise StorageError(f"{path}: cannot write: {exc.strerror}") from None
+
+
+def _remember_settings(config: Config, path: Path, before: str | None, after: str) -> None:
+    record = _load_record(config)
+    entry = record.get(str(path))
+    if not (isinstance(entry, dict) and entry.get("written") == before):
+        entry = {"original": before}  # else a refresh of our own write: keep the original
+    record[str(path)] = {**entry, "written": after}
+    _save_record(config, record)
+
+
+def _settings_without_hook(config: Config, path: Path, before: str) -> str | None:
+    """The settings text uninstall leaves: the bytes from before install when the file is as
+    install wrote it, else the text with the hook surgically removed (None: delete)."""
+    entry = _load_record(config).get(str(path))
+    if isinstance(entry, dict) and entry.get("written") == before:
+        original = entry.get("original")
+        return original if isinstance(original, str) else None
+    return claude_settings.remove_hook(before, str(path))
+
+
+def _forget_settings(config: Config, path: Path) -> None:
+    record = _load_record(config)
+    if record.pop(str(path), None) is not None:
+        _save_record(config, record)
+
+
 def install(
     host: str, config: Config, path: Path | None = None, dry_run: bool = False
 ) -> InstallResult:
@@ -120,7 +170,9 @@ def install(
     if action != "unchanged":
         write_text(target, after)
     if settings_after is not None and result.changes[-1].action != "unchanged":
-        write_text(claude_code.settings_file(config), settings_after)
+        settings = claude_code.settings_file(config)
+        _remember_settings(config, settings, s_before, settings_after)
+        write_text(settings, settings_after)
     return result
 
 
@@ -146,7 +198,7 @@ def uninstall(
         if kind == "instruction":
             after = block.remove_block(before, str(target))
         else:
-            after = claude_settings.remove_hook(before, str(target))
+            after = _settings_without_hook(config, target, before)
         action = "deleted" if after is None else ("unchanged" if after == before else "removed")
         result.changes.append(FileChange(str(target), kind, action))
         if action != "unchanged":
@@ -156,6 +208,8 @@ def uninstall(
             delete_file(target)
         else:
             write_text(target, after)
+    if not dry_run and host == claude_code.HOST:
+        _forget_settings(config, claude_code.settings_file(config))
     return result
 
 
