@@ -364,3 +364,54 @@ def test_openclaw_bridge_session_and_registered_cron_job_are_skipped(tmp_path):
     assert got == {"main/s-88", "main/s-90"}
     got = collect_new_sessions("openclaw", cfg, {}, skip_session_ids=skip | {"cron:job42"})
     assert {s.session_id for s in got} == {"main/s-88"}
+
+
+# --- Stores that cannot be read ------------------------------------------------------------
+
+
+def openclaw_state(tmp_path: Path) -> tuple[Path, Path]:
+    state = tmp_path / "oc"
+    db = state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db)
+    conn.executescript((FIX / "openclaw" / "openclaw-agent.sql").read_text())
+    conn.commit()
+    conn.close()
+    return state, db
+
+
+@pytest.mark.parametrize("host", ["hermes", "openclaw"])
+def test_a_corrupt_store_is_reported_not_nothing_new(tmp_path, host):
+    """Bug: a corrupt Hermes/OpenClaw database was skipped in silence ("nothing new")."""
+    if host == "hermes":
+        db, cfg = hermes_db(tmp_path)
+    else:
+        state, db = openclaw_state(tmp_path)
+        cfg = make_config(tmp_path, OPENCLAW_STATE_DIR=str(state))
+    raw, count = db.read_bytes(), len(collect_new_sessions(host, cfg, {}))
+    db.write_bytes(b"garbage\n")
+    warnings: list[str] = []
+    assert collect_new_sessions(host, cfg, {}, warnings=warnings) == []
+    (line,) = warnings
+    assert str(db) in line and "file is not a database" in line
+    # No slice, so no cursor moved: once the store is repaired every session is offered.
+    db.write_bytes(raw)
+    assert count and len(collect_new_sessions(host, cfg, {})) == count
+
+
+def test_a_locked_hermes_store_is_reported_and_read_next_time(tmp_path):
+    """Bug: a Hermes store locked past the busy timeout was reported as nothing new."""
+    db, cfg = hermes_db(tmp_path)
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.execute("BEGIN EXCLUSIVE")
+    warnings: list[str] = []
+    state = load_cursor(tmp_path / "none.json")
+    slices = collect_new_sessions("hermes", cfg, state, warnings=warnings)
+    conn.execute("ROLLBACK")
+    conn.close()
+    assert slices == []
+    (line,) = warnings
+    assert str(db) in line and "database is locked" in line and "try again later" in line
+    assert advance_cursor(state, slices)["streams"] == {}
+    assert len(collect_new_sessions("hermes", cfg, state)) == 2

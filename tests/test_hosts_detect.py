@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from memwiki.config import load
-from memwiki.hosts.integrate.detect import detect_hosts
+from memwiki.hosts.integrate.detect import detect_hosts, host_status
 from memwiki.hosts.integrate.inject import install
 
 FIX = Path(__file__).parent / "fixtures" / "hosts"
@@ -69,3 +69,26 @@ def test_generic_path_is_sniffed(tmp_path):
     (dbs / "chat.sqlite").write_bytes(b"")
     st = by_host(detect_hosts(cfg, dbs))["generic"]
     assert not st.memorize and any("dedicated adapter" in n for n in st.notes)
+
+
+def test_detect_notes_a_corrupt_hermes_store(tmp_path):
+    """Bug: detect said "memorize: no (0 sessions)" for a corrupt store, with no note."""
+    cfg = make_config(tmp_path)
+    (cfg.home / ".hermes").mkdir()
+    (cfg.home / ".hermes" / "state.db").write_bytes(b"garbage\n")
+    st = host_status("hermes", cfg)
+    assert not st.memorize
+    assert any("state.db: cannot read the database: file is not a database" in n for n in st.notes)
+
+
+def test_detect_finds_a_codex_block_left_in_agents_md_under_an_override(tmp_path):
+    """Bug: detect said "block no" when the block was in AGENTS.md and an override existed."""
+    cfg = make_config(tmp_path)
+    codex = cfg.home / ".codex"
+    codex.mkdir()
+    (codex / "AGENTS.md").write_text("# Mine\n")
+    install("codex", cfg)
+    (codex / "AGENTS.override.md").write_text("o\n")
+    st = host_status("codex", cfg)
+    assert st.installed
+    assert any("does not read" in n and "AGENTS.override.md" in n for n in st.notes)

@@ -244,3 +244,91 @@ def test_instruction_block_template_says_what_to_do():
     assert 'memwiki retrieve "<the request, reworded if useful>"' in text
     assert "memwiki retrieve --json" in text
     assert "stale" in text and "line ranges" in text
+
+
+def test_codex_uninstall_finds_the_block_after_an_override_appears(tmp_path):
+    """Bug: once AGENTS.override.md existed, uninstall looked only there and left the block
+    install had put in AGENTS.md (and detect said the block was not installed)."""
+    home = tmp_path / "cx"
+    home.mkdir()
+    cfg = make_config(tmp_path, CODEX_HOME=str(home))
+    plain, override = home / "AGENTS.md", home / "AGENTS.override.md"
+    plain.write_text("# Mine\n")
+    install("codex", cfg)
+    override.write_text("o\n")
+    assert installed("codex", cfg) and not installed("codex", cfg, override)
+    result = uninstall("codex", cfg)
+    assert [(c.path, c.action) for c in result.changes] == [(str(plain), "removed")]
+    assert plain.read_text() == "# Mine\n" and override.read_text() == "o\n"
+    assert not installed("codex", cfg)
+    # A block in each file (install run again after the override appeared): both go.
+    install("codex", cfg)
+    override.unlink()
+    install("codex", cfg)
+    override.write_text("o\n")
+    install("codex", cfg)
+    assert [c.action for c in uninstall("codex", cfg).changes] == ["removed", "removed"]
+    assert plain.read_text() == "# Mine\n" and override.read_text() == "o\n"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"hooks": {"Stop": []}, "hooks": {"UserPromptSubmit": []}}\n',
+        '{"hooks": {"UserPromptSubmit": [], "UserPromptSubmit": [{"hooks": []}]}}\n',
+        '{"hooks": {"UserPromptSubmit": [{"hooks": [], "hooks": []}]}}\n',
+    ],
+    ids=["hooks", "event", "group-hooks"],
+)
+def test_settings_with_a_duplicate_key_are_refused_and_nothing_is_written(tmp_path, text):
+    """Bug: with "hooks" twice, install edited the last and uninstall the first, so the
+    round trip ended as {"hooks": {}} and the user's "Stop" member was lost."""
+    cfg, claude = claude_home(tmp_path)
+    settings, target = claude / "settings.json", claude / "CLAUDE.md"
+    settings.write_text(text)
+    with pytest.raises(InvalidInput, match="appears 2 times"):
+        install("claude-code", cfg)
+    assert snapshot(target, settings) == {str(target): None, str(settings): text.encode()}
+    # Installed before the duplicate appeared: uninstall refuses too, and leaves the block.
+    settings.write_text('{"hooks": {"Stop": []}}\n')
+    install("claude-code", cfg)
+    settings.write_text(text)
+    block_before = target.read_bytes()
+    with pytest.raises(InvalidInput):
+        uninstall("claude-code", cfg)
+    assert target.read_bytes() == block_before and settings.read_text() == text
+
+
+@pytest.mark.parametrize(
+    "original",
+    [b"{}\n", b"", b"{}", b"\n", b'{"hooks": {"UserPromptSubmit": []}}\n', b'{"hooks": {}}\n'],
+    ids=["braces", "empty", "braces-no-newline", "newline", "empty-event", "empty-hooks"],
+)
+def test_settings_that_look_created_come_back_byte_for_byte(tmp_path, original):
+    """Bug: settings.json that was `{}` or empty was deleted by uninstall, and an empty
+    "UserPromptSubmit": [] came back as {}, although docs promise every file back as it was."""
+    cfg, claude = claude_home(tmp_path)
+    settings = claude / "settings.json"
+    settings.write_bytes(original)
+    install("claude-code", cfg)
+    install("claude-code", cfg)  # a second install keeps the record of the first's original
+    result = uninstall("claude-code", cfg)
+    assert settings.read_bytes() == original
+    assert [c.action for c in result.changes] == ["deleted", "removed"]
+    # Created by install: deleted, as before.
+    settings.unlink()
+    install("claude-code", cfg)
+    assert [c.action for c in uninstall("claude-code", cfg).changes] == ["deleted", "deleted"]
+    assert not settings.exists()
+
+
+def test_settings_changed_after_install_lose_only_the_hook(tmp_path):
+    """Bug guard: the before-install record must not undo what changed in settings.json since
+    install (Claude Code rewrites the file): then only the hook entry is taken out."""
+    cfg, claude = claude_home(tmp_path)
+    settings = claude / "settings.json"
+    settings.write_text('{\n  "model": "opus"\n}\n')
+    install("claude-code", cfg)
+    settings.write_text(settings.read_text().replace('"opus"', '"sonnet"'))
+    uninstall("claude-code", cfg)
+    assert settings.read_text() == '{\n  "model": "sonnet"\n}\n'

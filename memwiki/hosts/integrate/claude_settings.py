@@ -2,9 +2,10 @@
 
 Edits are surgical (jsonspan): the rest of the file keeps its bytes, key order and
 formatting, and removal is the exact inverse of the insertion. Two edge cases cannot be
-told apart without remembering the past and are resolved towards "memwiki created it":
-a pre-existing empty "UserPromptSubmit": [] (or "hooks": {}) that install filled is
-removed whole, and a settings file that was exactly `{}` plus a newline is deleted.
+told apart from the text alone and are resolved here towards "memwiki created it": a
+pre-existing empty "UserPromptSubmit": [] (or "hooks": {}) that install filled is removed
+whole, and a settings file that was exactly `{}` plus a newline is deleted. inject keeps
+the bytes from before install and restores them instead while the file is unchanged.
 """
 
 from __future__ import annotations
@@ -58,7 +59,31 @@ def _parse(text: str, label: str) -> dict[str, Any]:
         raise InvalidInput(f"{label}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(data, dict):
         raise InvalidInput(f"{label}: the top level must be a JSON object")
+    _refuse_duplicates(text, label)
     return data
+
+
+def _refuse_duplicates(text: str, label: str) -> None:
+    # json.loads keeps the last of two equal keys while Claude Code or an edit could act on
+    # the first: memwiki would then change one member and read another (and lose the user's
+    # entries on uninstall). Refused, like malformed JSON, where memwiki reads and edits.
+    def once(container: js.Container, key: str, where: str) -> js.Child | None:
+        found = [c for c in container.children if c.key == key]
+        if len(found) > 1:
+            raise InvalidInput(
+                f'{label}: "{where}" appears {len(found)} times; keep one, then run memwiki again'
+            )
+        return found[0] if found else None
+
+    hooks = once(js.root(text), "hooks", "hooks")
+    if hooks is None or text[hooks.value_start] != "{":
+        return
+    event = once(js.scan(text, hooks.value_start), EVENT, f"hooks.{EVENT}")
+    if event is None or text[event.value_start] != "[":
+        return
+    for group in js.scan(text, event.value_start).children:
+        if text[group.value_start] == "{":
+            once(js.scan(text, group.value_start), "hooks", f"hooks.{EVENT}[].hooks")
 
 
 def _ours(hook: Any) -> bool:

@@ -80,6 +80,7 @@ def _sample(host: str, config: Config) -> tuple[str | None, int, Counter[str], l
         refs = source.list_sessions()
     except Exception as exc:  # detection reports a broken store instead of failing
         return str(location) if location else None, 0, counts, [f"cannot list sessions: {exc}"]
+    notes.extend(source.problems)  # a locked or corrupt store, whose sessions are not counted
     for ref in refs[:SAMPLE_STREAMS]:
         try:
             records = source.read(ref, None).records[:SAMPLE_RECORDS]
@@ -193,6 +194,12 @@ def host_status(host: str, config: Config) -> HostStatus:
     )
     if target is None:
         st.notes.append("no user-level instruction file: install per project with --path")
+    elif st.installed and not installed(host, config, target):
+        # Codex: the block went into AGENTS.md before AGENTS.override.md, which wins, existed.
+        st.notes.append(
+            f"the block is in a file {host} does not read while {target} exists: "
+            f"run `memwiki install --host {host}` to add it there"
+        )
     if st.found and count and not st.memorize:
         st.notes.append("sessions found, but no conversation record in the newest ones")
     st.notes.extend(_path_notes(host, config, target))

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ...config import Config
 from ...errors import InvalidInput, NotFound, StorageError
+from ...fsutil import atomic_write_text
 from ..executable import memwiki_command
-from ..mining import claude_code
+from ..mining import claude_code, codex
 from ..mining.base import host_api
 from . import block, claude_settings
 from .textfile import delete_file, read_text, write_text
@@ -64,9 +66,73 @@ def instruction_target(host: str, config: Config, path: Path | None = None) -> P
     return target
 
 
+def block_files(host: str, config: Config, path: Path | None = None) -> list[Path]:
+    """Every file the host's block may be in: install's target first, then the others.
+
+    Codex reads AGENTS.override.md instead of AGENTS.md once it exists, so a block installed
+    before the override was created is still in AGENTS.md: uninstall and detect look in both.
+    """
+    target = instruction_target(host, config, path)
+    if path is not None or host != codex.HOST:
+        return [target]
+    return [target, *(f for f in codex.instruction_files(config) if f != target)]
+
+
+def _has_block(text: str | None, path: Path) -> bool:
+    return text is not None and block.find_block(text, str(path)) is not None
+
+
 def _need_parent(path: Path, host: str) -> None:
     if not path.parent.is_dir():
         raise NotFound(f"{path.parent} does not exist: is {host} installed? (or pass --path)")
+
+
+def _record_path(config: Config) -> Path:
+    # settings.json as it was before install, per path: a file that was `{}` or empty, or
+    # an empty "UserPromptSubmit": [], cannot be told from what install creates otherwise.
+    return config.config_file.parent / "claude-settings-before.json"
+
+
+def _load_record(config: Config) -> dict[str, Any]:
+    try:
+        data = json.loads(_record_path(config).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # no record (installed by an older memwiki): surgical removal
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save_record(config: Config, record: dict[str, Any]) -> None:
+    path = _record_path(config)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(record, indent=2, sort_keys=True) + "\n")
+    except OSError as exc:
+        raise StorageError(f"{path}: cannot write: {exc.strerror}") from None
+
+
+def _remember_settings(config: Config, path: Path, before: str | None, after: str) -> None:
+    record = _load_record(config)
+    entry = record.get(str(path))
+    if not (isinstance(entry, dict) and entry.get("written") == before):
+        entry = {"original": before}  # else a refresh of our own write: keep the original
+    record[str(path)] = {**entry, "written": after}
+    _save_record(config, record)
+
+
+def _settings_without_hook(config: Config, path: Path, before: str) -> str | None:
+    """The settings text uninstall leaves: the bytes from before install when the file is as
+    install wrote it, else the text with the hook surgically removed (None: delete)."""
+    entry = _load_record(config).get(str(path))
+    if isinstance(entry, dict) and entry.get("written") == before:
+        original = entry.get("original")
+        return original if isinstance(original, str) else None
+    return claude_settings.remove_hook(before, str(path))
+
+
+def _forget_settings(config: Config, path: Path) -> None:
+    record = _load_record(config)
+    if record.pop(str(path), None) is not None:
+        _save_record(config, record)
 
 
 def install(
@@ -104,7 +170,9 @@ def install(
     if action != "unchanged":
         write_text(target, after)
     if settings_after is not None and result.changes[-1].action != "unchanged":
-        write_text(claude_code.settings_file(config), settings_after)
+        settings = claude_code.settings_file(config)
+        _remember_settings(config, settings, s_before, settings_after)
+        write_text(settings, settings_after)
     return result
 
 
@@ -113,9 +181,15 @@ def uninstall(
 ) -> InstallResult:
     """Remove exactly what install added: the block (or the file it created) and the hook."""
     result = InstallResult(host, dry_run)
-    files = [(instruction_target(host, config, path), "instruction")]
+    candidates = block_files(host, config, path)
+    holding = [f for f in candidates if _has_block(read_text(f), f)]
+    # The file(s) holding the block; with none, install's target (reported as unchanged).
+    files = [(f, "instruction") for f in holding or candidates[:1]]
     if host == claude_code.HOST:
         files.append((claude_code.settings_file(config), "settings"))
+    # Every file is worked out before any is written: a file memwiki refuses to edit (a
+    # duplicate key, a stray marker) leaves all of them as they were.
+    edits: list[tuple[Path, str | None]] = []
     for target, kind in files:
         before = read_text(target)
         if before is None:
@@ -124,22 +198,24 @@ def uninstall(
         if kind == "instruction":
             after = block.remove_block(before, str(target))
         else:
-            after = claude_settings.remove_hook(before, str(target))
+            after = _settings_without_hook(config, target, before)
         action = "deleted" if after is None else ("unchanged" if after == before else "removed")
         result.changes.append(FileChange(str(target), kind, action))
-        if dry_run or action == "unchanged":
-            continue
+        if action != "unchanged":
+            edits.append((target, after))
+    for target, after in [] if dry_run else edits:
         if after is None:
             delete_file(target)
         else:
             write_text(target, after)
+    if not dry_run and host == claude_code.HOST:
+        _forget_settings(config, claude_code.settings_file(config))
     return result
 
 
 def installed(host: str, config: Config, path: Path | None = None) -> bool:
-    """True when the host's instruction file holds the managed block."""
+    """True when one of the host's instruction files holds the managed block."""
     try:
-        text = read_text(instruction_target(host, config, path))
+        return any(_has_block(read_text(f), f) for f in block_files(host, config, path))
     except (InvalidInput, StorageError):
         return False
-    return text is not None and block.find_block(text) is not None

@@ -94,6 +94,9 @@ class TranscriptSource(ABC):
     def __init__(self, config: Config, session_dir: Path | None = None):
         self.config = config
         self.session_dir = Path(session_dir).expanduser() if session_dir else None
+        # Stores list_sessions could not open (locked, corrupt): their sessions are left out
+        # of the listing, so their cursors stay, and the caller reports them to the user.
+        self.problems: list[str] = []
 
     @abstractmethod
     def default_location(self) -> Path | None:

@@ -45,10 +45,15 @@ def codex_home(config: Config) -> Path:
     return env_path(config, "CODEX_HOME") or config.home / ".codex"
 
 
+def instruction_files(config: Config) -> list[Path]:
+    """Both files the block may be in: AGENTS.override.md (it wins when present), AGENTS.md."""
+    return [codex_home(config) / "AGENTS.override.md", codex_home(config) / "AGENTS.md"]
+
+
 def instruction_file(config: Config) -> Path | None:
     """$CODEX_HOME/AGENTS.md, or AGENTS.override.md when that exists (it wins)."""
-    override = codex_home(config) / "AGENTS.override.md"
-    return override if override.is_file() else codex_home(config) / "AGENTS.md"
+    override, plain = instruction_files(config)
+    return override if override.is_file() else plain
 
 
 def host_present(config: Config) -> bool:

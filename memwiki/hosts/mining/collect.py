@@ -116,6 +116,7 @@ def collect_new_sessions(
     except READ_ERRORS as exc:
         warnings.append(f"warning: cannot list {host} sessions: {type(exc).__name__}: {exc}")
         return []
+    warnings.extend(f"warning: {host}: {problem}" for problem in source.problems)
     skip = _with_children(refs, set(skip_session_ids) | set(cursor_state.get("claimed", [])))
     out: list[SessionSlice] = []
     taken = 0

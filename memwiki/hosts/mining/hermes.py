@@ -18,7 +18,14 @@ from .records import (
     tool_call,
     tool_result,
 )
-from .sqlite_ro import connect_ro, epoch_seconds, grouped_sessions, reading, table_columns
+from .sqlite_ro import (
+    connect_ro,
+    epoch_seconds,
+    grouped_sessions,
+    reading,
+    table_columns,
+    unreadable,
+)
 
 HOST = "hermes"
 SELF_SESSION_VAR = "HERMES_SESSION_ID"
@@ -130,8 +137,10 @@ class HermesSource(TranscriptSource):
         for prefix, db in self.databases():
             try:
                 refs.extend(self._list_db(prefix, db))
-            except sqlite3.Error:
-                continue  # not a Hermes store, or locked beyond the busy timeout
+            except sqlite3.Error as exc:
+                # Locked beyond the busy timeout, or not a database: say so, and leave its
+                # sessions unlisted so that no cursor moves past them.
+                self.problems.append(unreadable(db, exc))
         return newest_first(refs)
 
     def _list_db(self, prefix: str, db: Path) -> list[SessionRef]:

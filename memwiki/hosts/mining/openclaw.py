@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
@@ -11,7 +10,14 @@ from typing import Any
 from ...config import Config
 from .base import JsonlSource, ReadResult, SessionRef, env_path
 from .records import ROLES, TOOL_CALL_BLOCKS, Verdict, block_items, block_types, tool_result
-from .sqlite_ro import connect_ro, epoch_seconds, grouped_sessions, reading, table_columns
+from .sqlite_ro import (
+    connect_ro,
+    epoch_seconds,
+    grouped_sessions,
+    reading,
+    table_columns,
+    unreadable,
+)
 
 HOST = "openclaw"
 SELF_SESSION_VAR = None  # the wrapper names the run's session itself (BRIDGE_SESSION_PREFIX)
@@ -97,8 +103,12 @@ class OpenClawSource(JsonlSource):
         for agent_dir in sorted(p for p in agents.iterdir() if p.is_dir()):
             db = agent_dir.joinpath(*DB_RELPATH)
             if db.is_file():
-                with contextlib.suppress(sqlite3.Error):
+                try:
                     refs.update({r.key: r for r in self._list_db(agent_dir.name, db)})
+                except sqlite3.Error as exc:
+                    # Reported, and its sessions left unlisted: no cursor moves past them.
+                    # Its legacy JSONL files are listed as usual below.
+                    self.problems.append(unreadable(db, exc))
             for path in sorted((agent_dir / "sessions").rglob("*.jsonl")):
                 key = f"{agent_dir.name}/{path.stem}"
                 if _legacy_skipped(path) or key in refs:

@@ -41,6 +41,14 @@ def reading(path: Path) -> Iterator[sqlite3.Connection]:
         raise StorageError(f"{path}: cannot read the database: {exc}") from None
 
 
+def unreadable(path: Path, exc: sqlite3.Error) -> str:
+    """One line saying why a store could not be read, and that nothing in it was passed."""
+    reason = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in reason or "busy" in reason):
+        reason += f" (another process held it for over {BUSY_TIMEOUT_S:g} s; try again later)"
+    return f"{path}: cannot read the database: {reason}; its sessions are not read now"
+
+
 def table_columns(conn: sqlite3.Connection, table: str) -> set[str]:
     """The column names of a table (empty when the table does not exist)."""
     try:
