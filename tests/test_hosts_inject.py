@@ -332,3 +332,19 @@ def test_settings_changed_after_install_lose_only_the_hook(tmp_path):
     settings.write_text(settings.read_text().replace('"opus"', '"sonnet"'))
     uninstall("claude-code", cfg)
     assert settings.read_text() == '{\n  "model": "sonnet"\n}\n'
+
+
+def test_the_before_install_record_keeps_no_copy_of_an_ordinary_settings_file(tmp_path):
+    """settings.json may hold secrets (an `env` block): the record keeps a copy of it only
+    where the surgical removal could not give the bytes back, and is readable by its owner
+    alone."""
+    cfg, claude = claude_home(tmp_path)
+    settings = claude / "settings.json"
+    original = '{\n  "env": {"SOME_TOKEN": "sk-not-a-real-one"},\n  "theme": "dark"\n}\n'
+    settings.write_text(original)
+    install("claude-code", cfg)
+    record = cfg.config_file.parent / "claude-settings-before.json"
+    assert "sk-not-a-real-one" not in record.read_text()
+    assert stat.S_IMODE(record.stat().st_mode) == 0o600
+    uninstall("claude-code", cfg)
+    assert settings.read_text() == original

@@ -106,16 +106,28 @@ def _save_record(config: Config, record: dict[str, Any]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, json.dumps(record, indent=2, sort_keys=True) + "\n")
+        path.chmod(0o600)  # it may hold a copy of the user's settings
     except OSError as exc:
         raise StorageError(f"{path}: cannot write: {exc.strerror}") from None
+
+
+def _digest(text: str | None) -> str | None:
+    import hashlib
+
+    return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _remember_settings(config: Config, path: Path, before: str | None, after: str) -> None:
     record = _load_record(config)
     entry = record.get(str(path))
-    if not (isinstance(entry, dict) and entry.get("written") == before):
-        entry = {"original": before}  # else a refresh of our own write: keep the original
-    record[str(path)] = {**entry, "written": after}
+    if not (isinstance(entry, dict) and entry.get("written") == _digest(before)):
+        # Only what the surgical removal could not give back is kept (the file did not
+        # exist, was `{}` or empty, had an empty array): settings.json may hold secrets,
+        # and a copy of it is kept only where it is needed. Else a refresh of our own
+        # write: what was recorded of the original stays.
+        exact = before is not None and claude_settings.remove_hook(after, str(path)) == before
+        entry = {} if exact else {"original": before}
+    record[str(path)] = {**entry, "written": _digest(after)}
     _save_record(config, record)
 
 
@@ -123,8 +135,8 @@ def _settings_without_hook(config: Config, path: Path, before: str) -> str | Non
     """The settings text uninstall leaves: the bytes from before install when the file is as
     install wrote it, else the text with the hook surgically removed (None: delete)."""
     entry = _load_record(config).get(str(path))
-    if isinstance(entry, dict) and entry.get("written") == before:
-        original = entry.get("original")
+    if isinstance(entry, dict) and "original" in entry and entry.get("written") == _digest(before):
+        original = entry["original"]
         return original if isinstance(original, str) else None
     return claude_settings.remove_hook(before, str(path))
 
