@@ -416,8 +416,10 @@ class Wiki:
         except OSError as exc:
             # The sidecar removed again and again while this process read it (the index
             # retries a removal, indexer.snapshot): a filesystem failure, not a bug.
-            if str(self.sidecar) not in str(getattr(exc, "filename", "") or ""):
-                raise
+            from .index.races import raced
+
+            if str(self.sidecar) not in str(exc.filename or "") or not raced(exc):
+                raise  # not the index changing under us (a read-only or full disk: exit 5)
             raise StorageError(
                 f"the index in {self.sidecar} changed while it was read ({exc.strerror}); "
                 "run the command again"

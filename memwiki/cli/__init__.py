@@ -8,9 +8,10 @@ JSON error document on stdout, under --debug also the traceback (the exit code s
 
 from __future__ import annotations
 
+import errno
 import sys
 
-from ..errors import MemwikiError
+from ..errors import MemwikiError, StorageError
 from ..index.progressive import process_start
 
 INTERNAL_ERROR = 70
@@ -27,6 +28,11 @@ def process_started() -> float:
 
 
 _STARTED = process_start()
+
+
+# errno values that describe the machine, not memwiki: full disk or quota, read-only
+# filesystem, permission, I/O error.
+_ENVIRONMENT = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,6 +59,17 @@ def main(argv: list[str] | None = None) -> int:
         print("memwiki: interrupted", file=sys.stderr)
         return INTERRUPTED
     except Exception as exc:  # a bug: one line unless --debug
+        if isinstance(exc, OSError) and exc.errno in _ENVIRONMENT:
+            # The machine said no (a full disk, a read-only mount, permissions): a
+            # filesystem failure, exit 5, not a bug of memwiki's (it was exit 70).
+            where = f": {exc.filename}" if exc.filename else ""
+            message = f"{exc.strerror or type(exc).__name__}{where}"
+            return _fail(message, StorageError.exit_code, globals_.wants_json, globals_.debug)
+        if type(exc).__name__ == "GitError" and type(exc).__module__.startswith("_pygit2"):
+            # libgit2 refused (a full disk while writing objects or the index): a git
+            # failure, exit 5, as the exit-code table says.
+            message = f"git failed: {' '.join(str(exc).split())}"
+            return _fail(message, StorageError.exit_code, globals_.wants_json, globals_.debug)
         message = f"{type(exc).__name__}: {exc}"
         return _fail(message, INTERNAL_ERROR, globals_.wants_json, globals_.debug, internal=True)
 

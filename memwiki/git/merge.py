@@ -40,8 +40,10 @@ def make_merge_commit(
     sig = gitstore.signature(repo)
     try:
         oid = repo.create_commit(None, sig, sig, message(conflicts), tree, [ours.id, theirs.id])
-    except pygit2.GitError as exc:
+    except (pygit2.GitError, OSError) as exc:
         raise StorageError(f"git merge commit failed: {exc}") from None
+    if repo.get(oid) is None:  # a full disk: libgit2 may return the id of an unwritten object
+        raise StorageError("git merge commit failed: it was not written (is the disk full?)")
     return oid, conflicts
 
 

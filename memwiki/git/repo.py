@@ -130,6 +130,17 @@ def similarity(old: pygit2.Blob, new: bytes) -> float:
     return max(0, lines - deleted) / max(lines, new.count(b"\n") + 1)
 
 
+def _write_index(repo: pygit2.Repository, index: pygit2.Index) -> None:
+    """index.write(), a failure (a full disk) as one line rather than an internal error."""
+    try:
+        index.write()
+    except (pygit2.GitError, OSError) as exc:
+        raise StorageError(
+            f"{repo.workdir.rstrip('/')}: cannot write the git index ({_one_line(exc)}): "
+            "the files are saved, not committed"
+        ) from None
+
+
 def _private(path: str) -> bool:
     return path == SIDECAR_PREFIX.rstrip("/") or path.startswith(SIDECAR_PREFIX)
 
@@ -159,7 +170,7 @@ def stage_all(repo: pygit2.Repository, skip: set[str] | frozenset[str] = frozens
         ):
             index.add(path)
     _drop_private(index)
-    index.write()
+    _write_index(repo, index)
 
 
 def pending_paths(repo: pygit2.Repository) -> list[str]:
@@ -190,7 +201,7 @@ def stage_paths(repo: pygit2.Repository, paths: list[str]) -> None:
         elif path in index:
             index.remove(path)
     _drop_private(index)
-    index.write()
+    _write_index(repo, index)
 
 
 def staged_changes(repo: pygit2.Repository) -> Changes:
@@ -210,16 +221,31 @@ def describe(changes: Changes) -> str:
 def commit_index(repo: pygit2.Repository, message: str, parents: list | None = None) -> str:
     """Write the index as a tree and commit it on HEAD; returns the commit id."""
     index = repo.index
-    tree = index.write_tree()
     head = head_commit(repo)
     if parents is None:
         parents = [head.id] if head is not None else []
     sig = signature(repo)
     try:
+        tree = index.write_tree()
         oid = repo.create_commit("HEAD", sig, sig, message, tree, parents)
-    except pygit2.GitError as exc:
-        raise StorageError(f"git commit failed: {exc}") from None
+    except (pygit2.GitError, OSError) as exc:
+        raise StorageError(
+            f"git commit failed ({_one_line(exc)}): the files are saved, not committed"
+        ) from None
+    # On a full disk libgit2 can fail to write the commit object and still return its
+    # id (pygit2 1.21, libgit2 1.9): an agent was told its memory was committed when
+    # nothing was. Believe the commit only once it is in the store and HEAD names it.
+    after = head_commit(repo)
+    if repo.get(oid) is None or after is None or after.id != oid:
+        raise StorageError(
+            "git commit failed (the commit was not written: is the disk full?): "
+            "the files are saved, not committed"
+        )
     return str(oid)
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _commit_staged(repo: pygit2.Repository, message: str | None) -> tuple[str | None, Changes]:
@@ -317,7 +343,7 @@ def untrack_ignored(repo: pygit2.Repository) -> tuple[str | None, list[str]]:
     index = _read_index(repo)
     for path in paths:
         index.remove(path)
-    index.write()
+    _write_index(repo, index)
     names = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
     message = f"memwiki: stop tracking ignored files\n\nNo longer tracked (kept on disk): {names}\n"
     return commit_index(repo, message), paths

@@ -9,6 +9,7 @@ in one line, as damage the search repairs or as a filesystem failure.
 
 from __future__ import annotations
 
+import errno
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,10 +22,15 @@ OPEN_ATTEMPTS = 5  # a reader whose generation vanished before it opened it trie
 T = TypeVar("T")
 
 
+# What the machine says about itself, not about files changing under us: retrying cannot
+# help, and "the index kept changing" would mislead (a read-only wiki, a full disk).
+_NOT_RACES = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EIO}
+
+
 def raced(exc: Exception) -> bool:
     """Whether exc is what index files removed or replaced under this process raise."""
     if isinstance(exc, OSError):
-        return True
+        return exc.errno not in _NOT_RACES
     from whoosh.index import EmptyIndexError, LockError
 
     return isinstance(exc, EmptyIndexError | LockError)
