@@ -268,6 +268,7 @@ class Wiki:
             # content neither bumps 'updated' nor makes a commit.
             rf.updated = existing.updated
         text = rfmod.render(rf)
+        rfmod.check_rendered(text, rf.track, path.stem)
         if existing is not None and text == rfmod.render(existing):
             return path, text, False  # unchanged: leave 'updated' alone
         rf.updated = now
@@ -326,6 +327,8 @@ class Wiki:
         """Validate all files, write them, and make one commit (all or nothing)."""
         if not isinstance(recall_files, list) or not recall_files:
             raise InvalidInput("recall_files must be a non-empty list")
+        if message is not None and not isinstance(message, str):
+            raise InvalidInput("message must be a string")
         parsed = [
             rfmod.from_payload(item, f"recall_files[{i}]") for i, item in enumerate(recall_files)
         ]

@@ -538,3 +538,32 @@ def test_log_text_json_and_one_file(w, cli, git) -> None:
     assert set(data[0]) == {"commit", "author", "time", "message", "changes"}
     assert data[0]["changes"] == [{"status": "created", "path": "memory/a.md"}]
     assert len(json.loads(cli("--wiki", w, "log", "-n", "1", "--json")[1])) == 1
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"message": 5}, "message must be a string"),
+        ({"files": [rf_item("b", content="x\ud800y")]}, "not UTF-8 text"),
+        ({"files": [rf_item("b", description="x\ud800y")]}, "not UTF-8 text"),
+        ({"files": [rf_item("b", content="a\u0000b")]}, "binary file"),
+        ({"files": [rf_item("b", created="yesterday")]}, "must be a timestamp"),
+        (
+            {"files": [rf_item("b", created="2026-01-01T00:00:00Z\nfoo: bar")]},
+            "must be a timestamp",
+        ),
+    ],
+)
+def test_put_refuses_what_it_could_not_read_back_and_writes_nothing(w, cli, git, bad, message):
+    """Bugs: a non-string message (exit 70) or a lone surrogate in content left the valid
+    files of the same payload written; a surrogate in a description was committed and broke
+    `list` and `retrieve` for good; a NUL byte or `created: yesterday` was committed."""
+    before = git(w, "rev-parse", "HEAD")
+    data = {"recall_files": [rf_item("a"), *bad.get("files", [])]}
+    if "message" in bad:
+        data["message"] = bad["message"]
+    code, _, err = cli("--wiki", w, "put", "-", stdin=json.dumps(data))
+    assert code == 2 and message in err, err
+    assert git(w, "rev-parse", "HEAD") == before
+    assert git(w, "status", "--porcelain", "--untracked-files=all") == ""
+    assert cli("--wiki", w, "list")[0] == 0

@@ -28,11 +28,16 @@ from .parse import MAX_FILE_BYTES, decode, load_frontmatter, parse, read, size_p
 
 if TYPE_CHECKING:
     from .payload import PAYLOAD_KEYS, from_payload
-    from .render import render
+    from .render import check_rendered, render
 
 # Imported on first use: the index reads files through parse alone, and a retrieve that
 # finds an edited file would otherwise import the payload and render modules too.
-_LAZY = {"PAYLOAD_KEYS": "payload", "from_payload": "payload", "render": "render"}
+_LAZY = {
+    "PAYLOAD_KEYS": "payload",
+    "from_payload": "payload",
+    "render": "render",
+    "check_rendered": "render",
+}
 
 
 def __getattr__(name: str):
@@ -58,6 +63,7 @@ __all__ = [
     "InvalidRecallFile",
     "Problem",
     "RecallFile",
+    "check_rendered",
     "check_slug",
     "conflict_copy_of",
     "decode",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..errors import InvalidInput
+from ..timestamps import ISO_Z
 from .model import RecallFile, check_slug, is_one_line
 
 PAYLOAD_KEYS = {"name", "track", "description", "content", "tags", "sources", "created", "updated"}
@@ -32,6 +33,10 @@ def from_payload(item, where: str = "recall file") -> RecallFile:
             raise InvalidInput(f"{where}.{key}: must be a list of strings")
     if not is_one_line(item["description"]):
         raise InvalidInput(f"{where}.description: must be one line")
+    created = item.get("created")
+    if created is not None and not (isinstance(created, str) and ISO_Z.match(created)):
+        # "yesterday", or a value with a line break that added frontmatter keys, was taken
+        raise InvalidInput(f"{where}.created: must be a timestamp like 2026-11-02T10:14:00Z")
     return RecallFile(
         track=item["track"],
         name=item["name"],

@@ -107,3 +107,30 @@ def _edit_frontmatter(raw: str, known: dict, newline: str) -> str:
         if k not in seen
     )
     return "".join(out)
+
+
+def check_rendered(text: str, track: str, stem: str) -> None:
+    """Refuse (InvalidInput), before anything is written, a text the wiki could not read back
+    as the file track/stem.md.
+
+    Bugs it prevents: a lone surrogate (JSON "\\ud800", or invalid UTF-8 in argv) failed
+    half-way through a multi-file `put`, leaving the files before it written, or was
+    committed and broke `list` and `retrieve` for good; a NUL byte made a file that lint
+    and `show` refused after `put` had committed it.
+    """
+    from ..errors import InvalidInput
+    from .parse import parse
+
+    where = f"{track}/{stem}"
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{where}: not UTF-8 text (a lone surrogate)") from None
+    try:
+        back = parse(data, track, stem, f"{where}.md")
+    except InvalidRecallFile as exc:
+        raise InvalidInput(f"{where}: {exc.problems[0].message}") from None
+    # YAML writes a lone surrogate as an escape ("\\uD800") and reads it back as one.
+    for value in (back.description, *back.tags, *back.sources):
+        if any("\ud800" <= ch <= "\udfff" for ch in value):
+            raise InvalidInput(f"{where}: not UTF-8 text (a lone surrogate)")
