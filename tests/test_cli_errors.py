@@ -108,3 +108,16 @@ def test_values_that_were_taken_silently_are_usage_errors(wiki, cli):
     cursor = base64.urlsafe_b64encode(b'[{"a":1},2,3]').decode()
     code, _, err = cli("--wiki", wiki.root, "list", "--cursor", cursor)
     assert code == 2 and "invalid cursor" in err
+
+
+def test_log_and_retrieve_refuse_what_other_commands_refuse(wiki, cli):
+    """Bugs: `log memory/nothing` was exit 0 with nothing where show/rm say exit 3, and
+    `log -n 0` printed a commit; retrieve took abbreviated options (`--fil`, `--js`),
+    which every other command refuses, so a typo could change the output format."""
+    code, _, err = cli("--wiki", wiki.root, "log", "memory/nothing")
+    assert code == 3 and "no RecallFile memory/nothing" in err
+    for n in ("0", "-1"):
+        code, _, err = cli("--wiki", wiki.root, "log", "-n", n)
+        assert code == 2 and "-n must be at least 1" in err
+    code, _, _ = cli("--wiki", wiki.root, "retrieve", "x", "--fil")
+    assert code == 2

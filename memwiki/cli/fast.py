@@ -30,7 +30,7 @@ def parse_retrieve(args: list[str]) -> Namespace:
         def error(self, message: str):  # one line, exit code 2, like every usage error
             raise InvalidInput(f"retrieve: {message}")
 
-    p = Parser(prog="memwiki retrieve", add_help=False)
+    p = Parser(prog="memwiki retrieve", add_help=False, allow_abbrev=False)
     p.add_argument("query")
     p.add_argument("-k", type=int, default=RETRIEVE.k)
     p.add_argument("--track")

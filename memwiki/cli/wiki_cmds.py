@@ -271,9 +271,16 @@ def log(
     as_json: bool = JSON,
 ) -> None:
     """Show the history of the wiki or of one RecallFile."""
+    from ..errors import InvalidInput, NotFound
+
+    if n < 1:
+        raise InvalidInput("log: -n must be at least 1")
     wiki = open_wiki()
     track, name = split_ref(ref) if ref is not None else (None, None)  # '' is a bad ref
     entries = wiki.log(track, name, limit=n)
+    if name is not None and not entries and not wiki.path_of(track, name).is_file():
+        # as show and rm say it (a deleted note still has its history, so it is listed)
+        raise NotFound(f"no RecallFile {track}/{name}, now or in the history")
     if as_json:
         emit_json([e.to_dict() for e in entries])
         return
