@@ -242,6 +242,7 @@ def test_commit_by_hand_is_recognised_and_the_cursor_moves(wiki, isolated_env, c
 
 def test_nothing_found_creates_nothing_and_bad_arguments_are_one_line(wiki, cli, tmp_path):
     base = ("--wiki", wiki.root, "bridge")
+    (tmp_path / "none").mkdir()  # an empty folder: nothing new (a missing one is exit 3)
     code, out, err = cli(*base, "prepare", "--host", "codex", "--session-dir", tmp_path / "none")
     assert code == 0 and out == "codex: nothing new to memorize\n" and err == ""
     assert not (wiki.sidecar / "runs").exists()

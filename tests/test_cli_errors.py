@@ -121,3 +121,14 @@ def test_log_and_retrieve_refuse_what_other_commands_refuse(wiki, cli):
         assert code == 2 and "-n must be at least 1" in err
     code, _, _ = cli("--wiki", wiki.root, "retrieve", "x", "--fil")
     assert code == 2
+
+
+def test_bridge_prepare_says_when_it_was_given_nowhere_to_read(wiki, cli, tmp_path):
+    """Bug: `--host generic` without --session-dir, or a --session-dir that does not exist,
+    printed "nothing new to memorize" with exit 0: a typo looked like a clean run."""
+    code, _, err = cli("--wiki", wiki.root, "bridge", "prepare", "--host", "generic")
+    assert code == 2 and "needs --session-dir" in err
+    for host in ("generic", "codex"):
+        code, _, err = cli("--wiki", wiki.root, "bridge", "prepare", "--host", host,
+                           "--session-dir", tmp_path / "nothere")  # fmt: skip
+        assert code == 3 and "no such file or directory" in err

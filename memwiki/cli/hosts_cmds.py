@@ -175,9 +175,15 @@ def bridge_prepare(
     as_json: bool = JSON,
 ) -> None:
     """Slice what is new in a host's sessions into one memorize run (exit 0 if nothing is new)."""
+    from ..errors import InvalidInput, NotFound
     from ..hosts.mining.bridge import bridge_prepare as do_prepare
 
     check_host(host)
+    # A typo here used to look like a clean run ("nothing new to memorize", exit 0).
+    if session_dir is None and host == "generic":
+        raise InvalidInput("bridge prepare --host generic needs --session-dir DIR")
+    if session_dir is not None and not session_dir.exists():
+        raise NotFound(f"--session-dir {session_dir}: no such file or directory")
     result = do_prepare(open_wiki(), host, config(), session_dir, max_sessions, wiki_option())
     for sid in result.claimed:
         warn(f"{host} session {sid} is this bridging run's own: it is never mined")
