@@ -112,8 +112,8 @@ def identity_facts(path: Path) -> dict[str, int]:
 
 
 def markdown_files(top: Path, root: Path) -> Iterator[Path]:
-    """Markdown files under top in path order: dot entries, symlinked folders and links
-    leading outside root skipped.
+    """Markdown files under top in path order: dot entries, symlinked folders, links
+    leading outside root and Obsidian's template and daily-note folders skipped.
 
     What cannot be read is yielded all the same, for the reader to fail on and report
     ('cannot read: ...') instead of leaving it out unsaid: a link that loops or dangles,
@@ -137,6 +137,11 @@ def markdown_files(top: Path, root: Path) -> Iterator[Path]:
             return None
         return iter(sorted(found))
 
+    from .layout import app_folders
+
+    skip = {os.path.join(root, folder) for folder in app_folders(root)}  # Obsidian's own
+    if str(top) in skip:
+        return
     stack.append(entries(str(top)) or iter(()))
     while stack:
         entry = next(stack[-1], None)
@@ -145,6 +150,8 @@ def markdown_files(top: Path, root: Path) -> Iterator[Path]:
             continue
         name, is_dir, is_link, path = entry
         if is_dir and not is_link:
+            if path in skip:
+                continue  # a folder Obsidian's Templates or Daily notes plugin owns
             below = entries(path)
             if below is None:
                 yield Path(path)  # reading it fails as listing it did, and says why

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 SIDECAR = ".memwiki"  # the git-ignored folder of derived state: index, runs, logs, locks
 GITIGNORE_LINE = f"/{SIDECAR}/"
 # A file modified this close to the moment a cache (index manifest, link cache) was written
@@ -9,3 +11,33 @@ GITIGNORE_LINE = f"/{SIDECAR}/"
 RACY_NS = 2_000_000_000
 # Frontmatter sits at the top of a note: this much of it is enough to see a `conflict_of:` key.
 CONFLICT_HEAD_BYTES = 16384
+
+# Obsidian's core plugins name the folders they own in these files ({"folder": "..."}):
+# the Templates plugin's templates and the Daily notes plugin's notes. Neither holds
+# memory (a template's `name: {{title}}` is a placeholder, a daily note has no
+# frontmatter), so memwiki's walks leave them out, as they leave out dot-folders.
+APP_FOLDER_FILES = (".obsidian/templates.json", ".obsidian/daily-notes.json")
+OWN_TRACKS = ("memory", "skill", "project")  # never left out, whatever a plugin says
+
+
+def app_folders(root: str | os.PathLike) -> frozenset[str]:
+    """The wiki-relative folders (posix) that Obsidian's Templates and Daily notes plugins use."""
+    found = set()
+    for name in APP_FOLDER_FILES:
+        path = os.path.join(root, name)
+        if not os.path.isfile(path):
+            continue  # the common case: no import, no read
+        import json
+
+        try:
+            with open(path, encoding="utf-8") as fh:
+                folder = json.load(fh).get("folder")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if not isinstance(folder, str):
+            continue
+        folder = folder.strip().strip("/")
+        parts = folder.split("/")
+        if folder and parts[0] not in OWN_TRACKS and not any(p in ("", ".", "..") for p in parts):
+            found.add(folder)
+    return frozenset(found)

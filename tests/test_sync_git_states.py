@@ -288,3 +288,15 @@ def test_a_note_renamed_differently_on_two_devices_keeps_one_name_and_a_copy(tmp
         assert names == {"kitties.md", PurePosixPath(conflict.copy).name}
         assert "More from B." in read(w.root, "memory/kitties.md")
         assert "conflict_of: memory/kitties" in read(w.root, conflict.copy)
+
+
+def test_obsidian_templates_sync_like_any_file(tmp_path):
+    """An Obsidian template (`name: {{title}}`) in the Templates plugin's folder is not a
+    RecallFile: sync commits and pushes it instead of holding it back as invalid."""
+    remote, a, b = _devices(tmp_path)
+    write(a.root, ".obsidian/templates.json", '{"folder": "Templates"}')
+    write(a.root, "Templates/note.md", "---\nname: {{title}}\ndescription:\n---\n# {{title}}\n")
+    result = syncmod.sync(a, load())
+    assert result.not_committed == [] and result.pushed
+    syncmod.sync(b, load())
+    assert read(b.root, "Templates/note.md").startswith("---\nname: {{title}}")

@@ -133,3 +133,31 @@ def test_a_symlinked_track_is_neither_listed_nor_indexed(wiki):
     assert not [p for p in walk(wiki.root) if p.startswith("mem2/")]
     hits = retrieve(wiki, "zebracorn", k=10, mode="bm25").paths()
     assert not [p for p in hits if p.startswith("mem2/")]
+
+
+def test_obsidian_template_and_daily_note_folders_are_not_the_wiki(wiki):
+    """Bug: Obsidian's Templates plugin keeps its templates in a vault folder, which memwiki
+    took for a track: lint (and so the pre-commit hook) refused the recommended template
+    (`name: {{title}}` is not YAML memwiki can read) and every daily note without
+    frontmatter. The folders the plugins name in .obsidian/ are now left out, as
+    dot-folders are; memwiki's own tracks never are."""
+    notes = _notes(wiki)
+    obsidian = wiki.root / ".obsidian"
+    obsidian.mkdir()
+    (obsidian / "templates.json").write_text('{"folder": "Templates"}')
+    (obsidian / "daily-notes.json").write_text('{"folder": "Journal/Daily/", "format": "YYYY"}')
+    (wiki.root / "Templates").mkdir()
+    (wiki.root / "Templates/note.md").write_text("---\nname: {{title}}\ndescription:\n---\n")
+    (wiki.root / "Journal/Daily").mkdir(parents=True)
+    (wiki.root / "Journal/Daily/2026-12-04.md").write_text("zebracorn stand-up\n")
+    write_text = (wiki.root / "Journal/ideas.md").write_text
+    write_text("---\nname: ideas\ndescription: zebracorn ideas\n---\nbody\n")
+    listed, skipped = _listed(wiki)
+    assert sorted(listed) == sorted([*notes, "Journal/ideas.md", "skill/howto.md"]), skipped
+    assert lint_wiki(wiki) == []
+    assert sorted(walk(wiki.root)) == sorted(listed)
+    hits = retrieve(wiki, "zebracorn", k=20, mode="bm25", notify=lambda m: None).paths()
+    assert "Journal/ideas.md" in hits and not [p for p in hits if "Daily" in p or "Templ" in p]
+    # A plugin pointed at one of memwiki's own tracks leaves it alone.
+    (obsidian / "templates.json").write_text('{"folder": "memory"}')
+    assert set(notes) <= set(_listed(wiki)[0])

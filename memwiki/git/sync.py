@@ -147,8 +147,10 @@ def _recover(wiki) -> None:
 def _invalid_hand_edits(wiki) -> list[dict]:
     """Changed RecallFiles that memwiki's own checks (the pre-commit ones) would refuse."""
     from .. import recallfile as rfmod
+    from ..layout import app_folders
 
     found = []
+    apps = app_folders(wiki.root)  # Obsidian's templates and daily notes: not RecallFiles
     for rel in gitstore.pending_paths(wiki.repo):
         parts = PurePosixPath(rel).parts
         path = wiki.root / rel
@@ -156,6 +158,7 @@ def _invalid_hand_edits(wiki) -> list[dict]:
             len(parts) < 2
             or not rel.endswith(".md")
             or any(p.startswith(".") for p in parts)
+            or any(rel.startswith(f"{folder}/") for folder in apps)
             or COPY_RE.match(parts[-1])
             or not path.is_file()
             or not (wiki.root / parts[0]).is_dir()

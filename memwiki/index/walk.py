@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..layout import app_folders
+
 Stat = tuple[int, int]  # (size, mtime_ns)
 
 
@@ -27,7 +29,10 @@ def walk(root: Path, watch: Watch | None = None) -> dict[str, Stat]:
         tops = [e for e in os.scandir(root) if not e.name.startswith(".")]
     except FileNotFoundError:
         return found
-    stack = [(e.path, e.name) for e in tops if e.is_dir(follow_symlinks=False)]
+    skip = app_folders(root)  # Obsidian's template and daily-note folders (layout.py)
+    stack = [
+        (e.path, e.name) for e in tops if e.is_dir(follow_symlinks=False) and e.name not in skip
+    ]
     root_real = os.path.realpath(root)
     while stack:
         directory, rel = stack.pop()
@@ -37,7 +42,7 @@ def walk(root: Path, watch: Watch | None = None) -> dict[str, Stat]:
             _unreadable(directory, rel, exc, found)
             continue
         try:
-            _walk_dir(fd, directory, rel, root_real, stack, found, watch)
+            _walk_dir(fd, directory, rel, root_real, stack, found, watch, skip)
             if watch is not None and watch.known is None:
                 watch = None  # it has been told: the rest of the walk runs as without it
         finally:
@@ -46,7 +51,14 @@ def walk(root: Path, watch: Watch | None = None) -> dict[str, Stat]:
 
 
 def _walk_dir(
-    fd: int, directory: str, rel: str, root_real: str, stack: list, found: dict, watch
+    fd: int,
+    directory: str,
+    rel: str,
+    root_real: str,
+    stack: list,
+    found: dict,
+    watch,
+    skip: frozenset[str] = frozenset(),
 ) -> None:
     try:
         names = os.listdir(fd)
@@ -80,7 +92,8 @@ def _walk_dir(
                     # another track would index the same files again under other paths.
                     continue
         if kind == stat.S_IFDIR:
-            stack.append((f"{directory}/{name}", f"{rel}/{name}"))
+            if not skip or f"{rel}/{name}" not in skip:
+                stack.append((f"{directory}/{name}", f"{rel}/{name}"))
         elif kind == stat.S_IFREG and name.endswith(".md"):
             key = f"{rel}/{name}"
             found[key] = value = (info.st_size, info.st_mtime_ns)
