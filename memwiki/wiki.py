@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import markdown
 from . import recallfile as rfmod
 from .catalog import Page, list_page
 from .errors import InvalidInput, NotFound, StateError, StorageError
@@ -235,47 +234,12 @@ class Wiki:
     # ----------------------------------------------------------- writing
 
     def _prepare(self, rf: RecallFile) -> tuple[Path, str, bool]:
-        """Validate rf, merge it over the file on disk, and return (path, text, created)."""
+        """Validate rf and merge it over its file (memwiki.rewrite): (path, text, created)."""
+        from .rewrite import merged
+
         path = self.path_of(rf.track, rf.name)
-        if not isinstance(rf.description, str) or not rf.description.strip():
-            raise InvalidInput(f"{rf.track}/{rf.name}: description is missing")
-        if not rfmod.is_one_line(rf.description):
-            raise InvalidInput(f"{rf.track}/{rf.name}: description must be one line")
-        rf.description = rf.description.strip()
-        existing = None
-        if path.exists():
-            try:
-                existing = rfmod.read(path, rf.track)
-            except rfmod.InvalidRecallFile:
-                existing = None  # rewritten whole: the caller supplied a complete file
-            except OSError as exc:
-                raise StorageError(
-                    f"{rf.track}/{rf.name}.md: cannot read: {exc.strerror}"
-                ) from None
-        if existing is not None and rf.raw_frontmatter is None:
-            rf.raw_frontmatter = existing.raw_frontmatter
-            rf.bom = existing.bom  # a byte-order mark the file had stays
-            rf.newline = existing.newline  # and so does its line ending
-            rf.extra = {**existing.extra, **rf.extra}
-        if existing is not None and rf.body != existing.body:
-            # A new body is written in the file's line ending; a kept one keeps its bytes.
-            rf.body = markdown.with_newline(rf.body, existing.newline)
-        # One clock reading: a new file's 'created' and 'updated' must be equal.
-        now = rfmod.now_iso()
-        rf.created = rf.created or (existing.created if existing else None) or now
-        if existing is not None:
-            # Compare with the stamp the file already has, so that rewriting identical
-            # content neither bumps 'updated' nor makes a commit.
-            rf.updated = existing.updated
-        text = rfmod.render(rf)
-        rfmod.check_rendered(text, rf.track, path.stem)
-        if existing is not None and text == rfmod.render(existing):
-            return path, text, False  # unchanged: leave 'updated' alone
-        rf.updated = now
-        text = rfmod.render(rf)
-        # Whatever we write must read back as the same file.
-        rfmod.parse(text, rf.track, rf.name)
-        return path, text, existing is None and not path.exists()
+        text, created = merged(path, rf)
+        return path, text, created
 
     def put(self, rf: RecallFile) -> bool:
         """Create or update one RecallFile on disk (no commit); True when it was created."""
