@@ -46,11 +46,9 @@ def merged(path: Path, rf: RecallFile) -> tuple[str, bool]:
         # content neither bumps 'updated' nor makes a commit.
         rf.updated = existing.updated
     text = rfmod.render(rf)
-    rfmod.check_rendered(text, rf.track, path.stem)
     if existing is not None and text == rfmod.render(existing):
         return text, False  # unchanged: leave 'updated' alone
     rf.updated = now
     text = rfmod.render(rf)
-    # Whatever we write must read back as the same file.
-    rfmod.parse(text, rf.track, rf.name)
+    rfmod.check_rendered(text, rf.track, path.stem)  # whatever is written must read back
     return text, existing is None and not path.exists()

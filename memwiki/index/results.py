@@ -20,8 +20,9 @@ def shown_query(query: str, limit: int = QUERY_SHOWN_CHARS) -> str:
     escaped as well, keeps it from closing the HTML comment (`-->`) it stands in.
     """
     text = " ".join(query.split())
-    # A lone surrogate (from JSON such as "\\ud800") cannot be written as UTF-8.
-    text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    from ..recallfile import mend_surrogates
+
+    text = mend_surrogates(text)  # a lone surrogate cannot be written as UTF-8
     if len(text) > limit:
         cut = text.rfind(" ", 0, limit)
         text = text[: cut if cut > limit // 2 else limit].rstrip() + " …"

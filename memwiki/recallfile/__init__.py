@@ -15,6 +15,7 @@ from .model import (
     COPY_RE,
     KNOWN_KEYS,
     LINE_BREAKS,
+    LONE_SURROGATE,
     MAX_NAME,
     SLUG_RE,
     InvalidRecallFile,
@@ -23,6 +24,7 @@ from .model import (
     check_slug,
     conflict_copy_of,
     is_one_line,
+    mend_surrogates,
 )
 from .parse import MAX_FILE_BYTES, decode, load_frontmatter, parse, read, size_problem, try_read
 
@@ -56,6 +58,7 @@ __all__ = [
     "COPY_RE",
     "KNOWN_KEYS",
     "LINE_BREAKS",
+    "LONE_SURROGATE",
     "MAX_FILE_BYTES",
     "MAX_NAME",
     "PAYLOAD_KEYS",
@@ -69,6 +72,7 @@ __all__ = [
     "decode",
     "from_payload",
     "is_one_line",
+    "mend_surrogates",
     "now_iso",
     "parse",
     "read",

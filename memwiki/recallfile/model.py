@@ -15,6 +15,9 @@ KNOWN_KEYS = ("name", "description", "tags", "created", "updated", "sources")
 # Every character Python's str.splitlines() breaks at; YAML reads \x85, \u2028 and \u2029
 # as line breaks too, so a "one line" description may contain none of them.
 LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+# Any surrogate code point left in a str is lone (json and UTF-8 decoding join real pairs):
+# JSON's "\\ud800", or argv's undecodable bytes. It cannot be written as UTF-8.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # memwiki's own conflict copies: <stem>.conflict-<label>-<sha7..40>[.md] (see git/conflicts).
 COPY_RE = re.compile(
     r"^(?P<stem>.+)\.conflict-(?P<label>[a-z0-9][a-z0-9-]*)-(?P<sha>[0-9a-f]{7,40})(?P<ext>\.[^./]+)?$"
@@ -117,6 +120,11 @@ def conflict_copy_of(name: str) -> str | None:
     if m is None or (m["ext"] not in (None, ".md")) or not SLUG_RE.match(m["stem"]):
         return None
     return m["stem"]
+
+
+def mend_surrogates(text: str) -> str:
+    """text with each lone surrogate replaced by U+FFFD, so that it can be written."""
+    return LONE_SURROGATE.sub("\ufffd", text)
 
 
 def is_one_line(text: str) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import markdown
 from ..timestamps import ISO_Z
-from .model import KNOWN_KEYS, InvalidRecallFile, RecallFile, jsonable, timestamp
+from .model import KNOWN_KEYS, LONE_SURROGATE, InvalidRecallFile, RecallFile, jsonable, timestamp
 
 
 def _unicode_ok(value) -> bool:
@@ -131,6 +131,5 @@ def check_rendered(text: str, track: str, stem: str) -> None:
     except InvalidRecallFile as exc:
         raise InvalidInput(f"{where}: {exc.problems[0].message}") from None
     # YAML writes a lone surrogate as an escape ("\\uD800") and reads it back as one.
-    for value in (back.description, *back.tags, *back.sources):
-        if any("\ud800" <= ch <= "\udfff" for ch in value):
-            raise InvalidInput(f"{where}: not UTF-8 text (a lone surrogate)")
+    if any(LONE_SURROGATE.search(v) for v in (back.description, *back.tags, *back.sources)):
+        raise InvalidInput(f"{where}: not UTF-8 text (a lone surrogate)")

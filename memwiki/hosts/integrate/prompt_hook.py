@@ -77,11 +77,6 @@ def hook_query(prompt: str, ends: int = QUERY_END_CHARS) -> str:
     return f"{head} {tail}"
 
 
-def without_lone_surrogates(text: str) -> str:
-    """text with each unpaired surrogate (JSON allows "\\ud800") replaced by U+FFFD."""
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
 def hook_output(context: str) -> str:
     """The stdout that adds context to this turn (hookSpecificOutput.additionalContext)."""
     out = {"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext": context}}
@@ -120,7 +115,9 @@ def run_claude_code_hook(
     prompt = payload.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         return _fail(log_path, "malformed input: no prompt", started)
-    clean = without_lone_surrogates(prompt)
+    from ...recallfile import mend_surrogates
+
+    clean = mend_surrogates(prompt)
     if clean != prompt:  # it would reach stdout in the answer, which UTF-8 cannot encode
         _log(log_path, "malformed input: unpaired surrogate in the prompt, replaced", started)
         prompt = clean

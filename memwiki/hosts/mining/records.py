@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-import re
 from enum import StrEnum
 from typing import Any
+
+from ...recallfile import mend_surrogates
 
 TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
 TOOL_CALL_BLOCKS = frozenset({"tool_use", "toolCall", "tool_call"})
@@ -45,13 +46,6 @@ def parse_record(raw: str | bytes | dict[str, Any]) -> dict[str, Any] | None:
     return _mend_surrogates(value) if marker in raw else value  # type: ignore[operator]
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")  # json joins real pairs: any left is lone
-
-
-def _mend(text: str) -> str:
-    return _SURROGATE.sub("\ufffd", text)
-
-
 def _mend_surrogates(value: dict[str, Any]) -> dict[str, Any]:
     """value with every string (keys too) free of lone surrogates; iterative, any depth."""
     root: list[Any] = [value]
@@ -61,17 +55,17 @@ def _mend_surrogates(value: dict[str, Any]) -> dict[str, Any]:
         if isinstance(node, list):
             for i, v in enumerate(node):
                 if isinstance(v, str):
-                    node[i] = _mend(v)
+                    node[i] = mend_surrogates(v)
                 elif isinstance(v, dict | list):
                     stack.append(v)
         else:
             for key in list(node):
                 v = node[key]
                 if isinstance(v, str):
-                    v = _mend(v)
+                    v = mend_surrogates(v)
                 elif isinstance(v, dict | list):
                     stack.append(v)
-                fixed = _mend(key)
+                fixed = mend_surrogates(key)
                 if fixed != key:
                     del node[key]
                 node[fixed] = v
