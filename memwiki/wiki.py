@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,12 +189,21 @@ class Wiki:
         check_slug(track, "track")
         check_slug(name)
         path = safe_join(self.root, track, f"{name}.md")
-        if path.is_file() or not (self.root / track).is_dir():
+        top = self.root / track
+        try:
+            # A folder's link count is 2 plus its subfolders (ext4, xfs, tmpfs; btrfs says
+            # 1): with none, a new note's name costs one stat, not a walk of the track
+            # (26 ms at 10,000 files, for every file of a `put`).
+            if path.is_file() or os.stat(top).st_nlink == 2:
+                return path
+            subfolders = [e.path for e in os.scandir(top) if _is_subfolder(e)]
+        except (NotADirectoryError, FileNotFoundError):
             return path
         wanted = f"{name}.md"
-        for found in markdown_files(self.root / track, self.root):
-            if found.name == wanted:
-                return found
+        for folder in sorted(subfolders):
+            for found in markdown_files(Path(folder), self.root):
+                if found.name == wanted:
+                    return found
         return path
 
     def iter_paths(self, track: str | None = None) -> Iterator[tuple[str, Path]]:
@@ -391,3 +401,8 @@ class Wiki:
                 f"the index in {self.sidecar} changed while it was read ({exc.strerror}); "
                 "run the command again"
             ) from None
+
+
+def _is_subfolder(entry: os.DirEntry) -> bool:
+    """A folder memwiki reads below a track (not a dot-folder, not a symlink)."""
+    return not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False)
