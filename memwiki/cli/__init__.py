@@ -65,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
             where = f": {exc.filename}" if exc.filename else ""
             message = f"{exc.strerror or type(exc).__name__}{where}"
             return _fail(message, StorageError.exit_code, globals_.wants_json, globals_.debug)
-        if type(exc).__name__ == "GitError" and type(exc).__module__.startswith("_pygit2"):
+        pygit2 = sys.modules.get("pygit2")  # loaded by whatever raised its error
+        if pygit2 is not None and isinstance(exc, pygit2.GitError):
             # libgit2 refused (a full disk while writing objects or the index): a git
             # failure, exit 5, as the exit-code table says.
             message = f"git failed: {' '.join(str(exc).split())}"
