@@ -119,13 +119,14 @@ HOOK_RUN_TIMEOUT_S = 120
 MAX_SINGLE_RUNS = 20  # files checked one by one after a refused batch
 
 
-def installed_hook(root: Path) -> bool:
-    """True when the wiki's git pre-commit hook is pre-commit's (`pre-commit install`)."""
+def _installed_hook(root: Path) -> str | None:
+    """The wiki's git pre-commit hook script when it is pre-commit's (`pre-commit install`)."""
     hook = Path(root) / ".git" / "hooks" / "pre-commit"
     try:
-        return hook.is_file() and "pre-commit" in hook.read_text(encoding="utf-8", errors="replace")
+        script = hook.read_text(encoding="utf-8", errors="replace") if hook.is_file() else ""
     except OSError:
-        return False
+        return None
+    return script if "pre-commit" in script else None
 
 
 _INSTALL_PYTHON = re.compile(r"^INSTALL_PYTHON=(.+)$", re.MULTILINE)
@@ -134,9 +135,9 @@ _INSTALL_PYTHON = re.compile(r"^INSTALL_PYTHON=(.+)$", re.MULTILINE)
 def hook_command(root: Path) -> list[str] | None:
     """How `git commit` would run pre-commit in this wiki (the installed hook's own Python
     first, as its script does, then pre-commit on PATH), or None when it would not."""
-    if not installed_hook(root):
+    script = _installed_hook(root)
+    if script is None:
         return None
-    script = (Path(root) / ".git" / "hooks" / "pre-commit").read_text(errors="replace")
     found = _INSTALL_PYTHON.search(script)
     python = found.group(1).strip().strip("'\"") if found else ""
     if python and os.access(python, os.X_OK):
