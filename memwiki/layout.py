@@ -18,6 +18,28 @@ CONFLICT_HEAD_BYTES = 16384
 # frontmatter), so memwiki's walks leave them out, as they leave out dot-folders.
 APP_FOLDER_FILES = (".obsidian/templates.json", ".obsidian/daily-notes.json")
 OWN_TRACKS = ("memory", "skill", "project")  # never left out, whatever a plugin says
+TRACKS = ("memory", "skill")  # the tracks `memwiki init` creates (every version has)
+
+
+def is_wiki(root: str | os.PathLike) -> bool:
+    """Whether root is a memwiki wiki: a git work tree with the layout `memwiki init` writes.
+
+    Any git repository used to be opened as a wiki, so a mistyped `--wiki` got memory/
+    files, a `.memwiki/` folder and commits of its own work put into a code project. Every
+    version of init wrote both tracks (kept by .gitkeep) and a `/.memwiki/` line in
+    .gitignore; both are committed, so a plain `git clone` has them too (the sidecar is
+    git-ignored: its absence says nothing, and its presence may be an old mistake's). The
+    tracks come first: two stats, the whole cost on the `retrieve` hot path.
+    """
+    if not os.path.exists(os.path.join(root, ".git")):
+        return False
+    if all(os.path.isdir(os.path.join(root, track)) for track in TRACKS):
+        return True
+    try:  # a wiki whose empty skill/ was removed: its .gitignore still says what it is
+        with open(os.path.join(root, ".gitignore"), encoding="utf-8", errors="replace") as fh:
+            return any(line.strip() == GITIGNORE_LINE for line in fh)
+    except OSError:
+        return False
 
 
 def app_folders(root: str | os.PathLike) -> frozenset[str]:

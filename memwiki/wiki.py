@@ -13,7 +13,7 @@ from .catalog import Page, list_page
 from .errors import InvalidInput, NotFound, StateError, StorageError
 from .fsutil import atomic_write_text, markdown_files, safe_join
 from .index.listing import ListingCache
-from .layout import GITIGNORE_LINE, SIDECAR
+from .layout import SIDECAR, TRACKS, is_wiki
 from .lock import FileLock
 from .recallfile import Problem, RecallFile, check_slug
 
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from .config import Config
     from .index.search import RetrievalResult
 
-TRACKS = ("memory", "skill")
 PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
 
 
@@ -91,7 +90,7 @@ class Wiki:
         root = path.resolve()
         if (root / ".git").exists():
             wiki = cls(root, config)
-            if not wiki._looks_like_wiki() and not force:
+            if not is_wiki(root) and not force:
                 raise StateError(
                     f"{root} is a git repository but not a memwiki wiki; "
                     "choose another place or pass --force to add the wiki layout to it"
@@ -112,12 +111,6 @@ class Wiki:
         wiki._ensure_layout()
         gitstore.commit_all(wiki.repo, "memwiki: initialise the wiki\n")
         return wiki, True
-
-    def _looks_like_wiki(self) -> bool:
-        gi = self.root / ".gitignore"
-        if gi.is_file() and GITIGNORE_LINE in gi.read_text(encoding="utf-8").splitlines():
-            return True
-        return all((self.root / track).is_dir() for track in TRACKS)
 
     def _ensure_layout(self) -> list[str]:
         """Create what is missing of the layout; the relative paths it wrote."""
@@ -154,7 +147,15 @@ class Wiki:
                 config = load()  # the library's own entry point: nobody passed a config
             path = config.wiki_path
         root = Path(path).expanduser()
-        if not (root / ".git").exists():
+        if not is_wiki(root):
+            # Refused before anything is written: a code repository named by mistake used
+            # to get memory/ files, a .memwiki/ folder and commits of its own work.
+            if (root / ".git").exists():
+                raise NotFound(
+                    f"{root} is a git repository but not a memwiki wiki (no memory/ and "
+                    "skill/ folders, no /.memwiki/ line in .gitignore): pass your wiki with "
+                    f"--wiki PATH, or make this one a wiki with `memwiki init --force {root}`"
+                )
             raise NotFound(f"no wiki at {root}: run `memwiki init {root}` or pass --wiki PATH")
         return cls(root, config)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ...config import Config
 from ...errors import MemwikiError
+from ...layout import is_wiki
 from ...timestamps import now_iso
 
 EVENT = "UserPromptSubmit"
@@ -220,8 +221,9 @@ def run_hook_process(load_config: Callable[[], Config], started: float | None = 
         stdin_text = sys.stdin.buffer.read().decode("utf-8", "replace")
         cfg = load_config()
         budget = cfg.hook_budget_s
-        # Without a wiki there is no .memwiki/ to log into, and none is created for a log.
-        log = hook_log_path(cfg) if (cfg.wiki_path / ".git").exists() else None
+        # Without a wiki there is no .memwiki/ to log into, and none is created for a log
+        # (nor in a code repository that the configuration names by mistake).
+        log = hook_log_path(cfg) if is_wiki(cfg.wiki_path) else None
         retrieve_fn = retrieve_for(cfg, started + budget - ANSWER_MARGIN_S, status)
         _, out = run_claude_code_hook(stdin_text, cfg, retrieve_fn, budget, log, started)
     except BaseException as exc:  # the prompt must reach the model whatever happens here
@@ -243,7 +245,7 @@ def run_hook_process(load_config: Callable[[], Config], started: float | None = 
         # was merely slow on a busy machine leaves nothing to do. Then leave at once: a
         # retrieval inside native code (onnxruntime) can abort the interpreter's shutdown.
         try:
-            if cfg is not None and (cfg.wiki_path / ".git").exists():  # noqa: SIM102
+            if cfg is not None and is_wiki(cfg.wiki_path):  # noqa: SIM102
                 if _index_work_left(cfg.wiki_path, status):
                     start_background_reindex(cfg.wiki_path)
         except BaseException:  # failing open matters more than the background build
