@@ -444,6 +444,22 @@ def test_add_create_with_body_file_stdin_and_tags(w, cli, tmp_path, git) -> None
     assert git(w, "status", "--porcelain") == ""
 
 
+def test_add_and_put_commit_only_their_files_and_staged_work_stays_staged(
+    w, run_memwiki, git
+) -> None:
+    # A person is half-way through a change and has `git add`ed part of it.
+    (w / "memory" / "mine.md").write_text("---\nname: mine\ndescription: Mine\n---\nDraft.\n")
+    (w / "README.md").write_text("# My wiki\n")
+    git(w, "add", "memory/mine.md", "README.md")
+    done = run_memwiki("--wiki", w, "add", "memory", "tea", "-d", "Tea", input="Green.\n")
+    assert done.returncode == 0, done.stderr
+    done = run_memwiki("--wiki", w, "put", "-", input=payload(rf_item("kettle")))
+    assert done.returncode == 0, done.stderr
+    assert git(w, "show", "--name-only", "--format=", "HEAD~1") == "memory/tea.md\n"
+    assert git(w, "show", "--name-only", "--format=", "HEAD") == "memory/kettle.md\n"
+    assert git(w, "status", "--porcelain") == "M  README.md\nA  memory/mine.md\n"
+
+
 def test_add_update_keeps_body_and_tags_unless_given(w, cli) -> None:
     cli("--wiki", w, "add", "memory", "a", "-d", "First", "-t", "x", stdin="the body\n")
     code, out, _ = cli("--wiki", w, "add", "memory", "a", "-d", "Second")

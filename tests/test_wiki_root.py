@@ -146,6 +146,30 @@ def test_a_repository_polluted_by_an_older_memwiki_stays_refused(project, run_me
     assert git(project, "log", "--format=%s") == "shop: first\n"
 
 
+def test_init_refuses_a_code_repository_without_force_and_commits_only_its_layout(
+    project, run_memwiki, git
+):
+    before = snapshot(git, project)
+    done = run_memwiki("init", project)
+    assert done.returncode == 4 and "not a memwiki wiki" in done.stderr
+    assert snapshot(git, project) == before
+    done = run_memwiki("init", project, "--force")
+    assert done.returncode == 0, done.stderr
+    committed = git(project, "show", "--name-only", "--format=", "HEAD").split()
+    assert sorted(committed) == [
+        ".gitignore",
+        ".pre-commit-config.yaml",
+        "memory/.gitkeep",
+        "skill/.gitkeep",
+    ]
+    assert (project / "README.md").read_text() == "# shop\nstaged\n"  # the project's own
+    assert (project / ".gitignore").read_text().startswith("build/\n")
+    # The person's work in progress stays as it was: modified, staged, untracked.
+    status = git(project, "status", "--porcelain")
+    assert status == "M  README.md\n M src/app.py\n?? notes.txt\n?? session.json\n"
+    assert run_memwiki("--wiki", project, "list").returncode == 0
+
+
 # --------------------------------------------------------------- what is a wiki
 
 

@@ -209,8 +209,13 @@ def staged_changes(repo: pygit2.Repository) -> Changes:
     head = head_commit(repo)
     index = repo.index
     if head is None:
-        return Changes([Change("created", e.path) for e in index])
+        return _all_created(index)
     return classify(head.tree.diff_to_index(index))
+
+
+def _all_created(index: pygit2.Index) -> Changes:
+    """What the first commit of an index creates: all of it."""
+    return Changes([Change("created", e.path) for e in index])
 
 
 def describe(changes: Changes) -> str:
@@ -218,15 +223,20 @@ def describe(changes: Changes) -> str:
     return commit_message("memwiki", changes)
 
 
-def commit_index(repo: pygit2.Repository, message: str, parents: list | None = None) -> str:
-    """Write the index as a tree and commit it on HEAD; returns the commit id."""
-    index = repo.index
+def commit_index(
+    repo: pygit2.Repository,
+    message: str,
+    parents: list | None = None,
+    index: pygit2.Index | None = None,
+) -> str:
+    """Write the index (the repository's, or an in-memory one) as a tree and commit it on
+    HEAD; returns the commit id."""
     head = head_commit(repo)
     if parents is None:
         parents = [head.id] if head is not None else []
     sig = signature(repo)
     try:
-        tree = index.write_tree()
+        tree = repo.index.write_tree() if index is None else index.write_tree(repo)
         oid = repo.create_commit("HEAD", sig, sig, message, tree, parents)
     except (pygit2.GitError, OSError) as exc:
         raise StorageError(
@@ -269,9 +279,29 @@ def commit_all(
 def commit_paths(
     repo: pygit2.Repository, paths: list[str], message: str | None = None
 ) -> tuple[str | None, Changes]:
-    """Stage and commit only these paths, leaving other work in progress (hand edits) alone."""
+    """Stage and commit only these paths, leaving other work in progress (hand edits) alone.
+
+    As `git commit -- PATHS`: the commit is HEAD's tree with these paths as the work tree
+    has them, so what a person staged with `git add` stays staged and out of memwiki's
+    commit (`init --force` on a project used to commit its staged work as "memwiki:
+    complete the wiki layout", `add` as the agent's save).
+    """
     stage_paths(repo, paths)
-    return _commit_staged(repo, message)
+    staged = repo.index
+    head = head_commit(repo)
+    tree = pygit2.Index()  # in memory: the repository's index is not rewritten
+    if head is not None:
+        tree.read_tree(head.tree)
+    _drop_private(tree)
+    for path in paths:
+        if path in staged and not _private(path):
+            tree.add(staged[path])
+        elif path in tree:
+            tree.remove(path)
+    changes = classify(head.tree.diff_to_index(tree)) if head is not None else _all_created(tree)
+    if not changes:
+        return None, changes
+    return commit_index(repo, message or describe(changes), index=tree), changes
 
 
 def changes_of(repo: pygit2.Repository, commit: pygit2.Commit) -> Changes:
