@@ -19,6 +19,8 @@ CONFLICT_HEAD_BYTES = 16384
 APP_FOLDER_FILES = (".obsidian/templates.json", ".obsidian/daily-notes.json")
 OWN_TRACKS = ("memory", "skill", "project")  # never left out, whatever a plugin says
 TRACKS = ("memory", "skill")  # the tracks `memwiki init` creates (every version has)
+# What a repository that is_wiki refuses lacks, in the one line that refuses it.
+MISSING_MARKS = "no memory/ and skill/ folders, no /.memwiki/ line in .gitignore"
 
 
 def is_wiki(root: str | os.PathLike) -> bool:

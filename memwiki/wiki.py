@@ -13,7 +13,7 @@ from .catalog import Page, list_page
 from .errors import InvalidInput, NotFound, StateError, StorageError
 from .fsutil import atomic_write_text, markdown_files, safe_join
 from .index.listing import ListingCache
-from .layout import SIDECAR, TRACKS, is_wiki
+from .layout import MISSING_MARKS, SIDECAR, TRACKS, is_wiki
 from .lock import FileLock
 from .recallfile import Problem, RecallFile, check_slug
 
@@ -152,9 +152,9 @@ class Wiki:
             # to get memory/ files, a .memwiki/ folder and commits of its own work.
             if (root / ".git").exists():
                 raise NotFound(
-                    f"{root} is a git repository but not a memwiki wiki (no memory/ and "
-                    "skill/ folders, no /.memwiki/ line in .gitignore): pass your wiki with "
-                    f"--wiki PATH, or make this one a wiki with `memwiki init --force {root}`"
+                    f"{root} is a git repository but not a memwiki wiki ({MISSING_MARKS}): "
+                    "pass your wiki with --wiki PATH, or make this one a wiki with "
+                    f"`memwiki init --force {root}`"
                 )
             raise NotFound(f"no wiki at {root}: run `memwiki init {root}` or pass --wiki PATH")
         return cls(root, config)

@@ -170,6 +170,31 @@ def test_init_refuses_a_code_repository_without_force_and_commits_only_its_layou
     assert run_memwiki("--wiki", project, "list").returncode == 0
 
 
+def test_clone_refuses_a_code_repository_and_leaves_nothing(
+    project, tmp_path, run_memwiki, git, isolated_env
+):
+    remote = tmp_path / "shop.git"
+    git(tmp_path, "clone", "-q", "--bare", str(project), str(remote))
+    refs = git(remote, "for-each-ref")
+    target = tmp_path / "laptop" / "wiki"
+    done = run_memwiki("clone", remote, target)
+    assert done.returncode == 4
+    assert done.stderr == (
+        f"memwiki: error: {remote} is not a memwiki wiki (no memory/ and skill/ folders, no "
+        "/.memwiki/ line in .gitignore); nothing was cloned: to make it one on purpose, "
+        "`git clone` it and run `memwiki init --force PATH`\n"
+    )
+    assert list(target.parent.iterdir()) == []  # no clone, no hidden half-clone
+    assert not (isolated_env / ".config" / "memwiki" / "config.toml").exists()
+    assert git(remote, "for-each-ref") == refs  # so no later `sync` can push into it
+    # A wiki's remote and an empty remote still clone.
+    wiki = tmp_path / "wiki"
+    assert run_memwiki("init", wiki).returncode == 0
+    assert run_memwiki("clone", wiki, tmp_path / "w2").returncode == 0
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(tmp_path / "empty.git"))
+    assert run_memwiki("clone", tmp_path / "empty.git", tmp_path / "w3").returncode == 0
+
+
 # --------------------------------------------------------------- what is a wiki
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pygit2
 
 from ..errors import InvalidInput, MemwikiError, NotFound, StateError, StorageError
+from ..layout import MISSING_MARKS, is_wiki
 from . import repo as gitstore
 from .credentials import redact, transport
 
@@ -216,8 +217,16 @@ def clone(url: str, path: Path | None, config) -> CloneResult:
         repo = network.clone_into(url, temp, config)
         _choose_branch(repo)
         had_hooks = (temp / PRE_COMMIT_CONFIG).is_file()
-        # An empty remote, or a repository that is not a wiki yet, gets the layout, and
-        # every clone the .gitignore lines that keep the sidecar and per-device files out.
+        if not repo.head_is_unborn and not is_wiki(temp):
+            # A code project's URL used to be laid out as a wiki, and the first `sync`
+            # pushed "memwiki: complete the wiki layout" and memory/ files into it.
+            raise StateError(
+                f"{redact(url)} is not a memwiki wiki ({MISSING_MARKS}); nothing was "
+                "cloned: to make it one on purpose, `git clone` it and run "
+                "`memwiki init --force PATH`"
+            )
+        # An empty remote gets the layout, and every clone the .gitignore lines that keep
+        # the sidecar and per-device files out (adding only the missing ones).
         Wiki.init(temp, force=True)
         if target.exists():
             target.rmdir()  # empty (checked above): rename needs the name free
