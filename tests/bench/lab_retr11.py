@@ -454,8 +454,58 @@ def cooc_decomposed(gamma, theta=0.2, how="add"):
     return run
 
 
+def attach_item_links(w) -> None:
+    """w['ilinks'][i]: the files item i's own lines link to ([[stem]], as agentwiki's do)."""
+    import re
+
+    if "ilinks" in w:
+        return
+    root = Path(w["root"])
+    by_stem = {Path(p).stem.lower(): p for p in sorted(set(w["paths"]))}
+    cache: dict[str, list[str]] = {}
+    out = []
+    for i, p in enumerate(w["paths"]):
+        if p not in cache:
+            cache[p] = (root / p).read_text(encoding="utf-8").splitlines()
+        a, b = w["rows_lines"][i]
+        names = re.findall(r"\[\[([^\]|#]+)", "\n".join(cache[p][a - 1 : b]))
+        ts = []
+        for n in names:
+            t = by_stem.get(Path(n.strip()).name.lower())
+            if t and t != p and t not in ts:
+                ts.append(t)
+        out.append(ts)
+    w["ilinks"] = out
+
+
+def item_links(beta, m=3, how="add"):
+    """Files linked from the best item of each of the top m files (the passage that
+    matched, not the whole file) + beta x that item's score (add), or max(own, beta x it)."""
+
+    def run(w, q):
+        attach_item_links(w)
+        items = q["expanded"]
+        files = lm.rollup_max(w, items)
+        order = lm.ranked(files)
+        out = dict(files)
+        for src in order[:m]:
+            bi = max((i for i in items if w["paths"][i] == src), key=lambda i: (items[i], -i))
+            for t in w["ilinks"][bi]:
+                own = files.get(t, 0.0)
+                gain = beta * items[bi]
+                new = own + gain if how == "add" else max(own, gain)
+                out[t] = max(out.get(t, 0.0), new)
+        return out
+
+    return run
+
+
 def variants():
     out = [("shipped", lm.shipped), ("repro", lambda w, q: lm.rollup_max(w, pipeline(w, q)))]
+    for m in (1, 2, 3, 5):
+        for beta in (0.05, 0.1, 0.2, 0.3, 0.5, 0.8):
+            for how in ("add", "max"):
+                out.append((f"ilink m={m} b={beta} {how}", item_links(beta, m, how)))
     for th in (0.1, 0.2, 0.3):
         for g in (0.1, 0.2, 0.3, 0.5):
             out.append((f"cooc th={th} g={g}", cooc_decomposed(g, th)))
