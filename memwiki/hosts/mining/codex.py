@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -10,7 +9,16 @@ from typing import Any
 
 from ...config import Config
 from .base import JsonlSource, SessionRef, env_path, walk_jsonl
-from .records import ROLES, TEXT_BLOCKS, Verdict, message, parse_json_text, tool_call, tool_result
+from .records import (
+    ROLES,
+    TEXT_BLOCKS,
+    Verdict,
+    message,
+    parse_json_text,
+    parse_record,
+    tool_call,
+    tool_result,
+)
 
 HOST = "codex"
 SELF_SESSION_VAR = "CODEX_THREAD_ID"
@@ -173,13 +181,15 @@ def session_id_of(path: Path) -> str:
     try:
         with path.open("rb") as fh:
             first = fh.readline()
-        meta = json.loads(first)
-        if meta.get("type") == "session_meta" and isinstance(meta.get("payload"), dict):
-            sid = meta["payload"].get("id")
-            if isinstance(sid, str) and sid:
-                return sid
-    except (OSError, ValueError, AttributeError):
-        pass
+    except OSError:
+        first = b""
+    # parse_record, as for every other line: a byte that is not UTF-8 in the header (its
+    # instructions or cwd) must not cost the session its id.
+    meta = parse_record(first) or {}
+    if meta.get("type") == "session_meta" and isinstance(meta.get("payload"), dict):
+        sid = meta["payload"].get("id")
+        if isinstance(sid, str) and sid:
+            return sid
     match = _UUID_TAIL.search(path.stem)
     return match.group(1) if match else path.stem
 
