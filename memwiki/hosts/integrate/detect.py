@@ -194,17 +194,18 @@ def host_status(host: str, config: Config) -> HostStatus:
     )
     if target is None:
         st.notes.append("no user-level instruction file: install per project with --path")
-    elif st.installed and not installed(host, config, target):
-        # Codex: the block went into AGENTS.md before AGENTS.override.md, which wins, existed.
+    stale = st.installed and target is not None and not installed(host, config, target)
+    if stale:
+        # Codex: the block went into AGENTS.md before AGENTS.override.md, which wins, had text.
         st.notes.append(
-            f"the block is in a file {host} does not read while {target} exists: "
-            f"run `memwiki install --host {host}` to add it there"
+            f"the block is in a file {host} does not read while {target} has text: "
+            f"run `memwiki install --host {host}` to move it there"
         )
     if st.found and count and not st.memorize:
         st.notes.append("sessions found, but no conversation record in the newest ones")
     st.notes.extend(_path_notes(host, config, target))
     _version_notes(st, host, config)
-    st.next_command = _next(host, st)
+    st.next_command = f"memwiki install --host {host}" if stale else _next(host, st)
     return st
 
 

@@ -54,14 +54,24 @@ def codex_home(config: Config) -> Path:
 
 
 def instruction_files(config: Config) -> list[Path]:
-    """Both files the block may be in: AGENTS.override.md (it wins when present), AGENTS.md."""
+    """Both files the block may be in: AGENTS.override.md (it wins when it has text), AGENTS.md."""
     return [codex_home(config) / "AGENTS.override.md", codex_home(config) / "AGENTS.md"]
 
 
 def instruction_file(config: Config) -> Path | None:
-    """$CODEX_HOME/AGENTS.md, or AGENTS.override.md when that exists (it wins)."""
+    """The file Codex reads: AGENTS.override.md when it holds text, else AGENTS.md."""
     override, plain = instruction_files(config)
-    return override if override.is_file() else plain
+    return override if _holds_text(override) else plain
+
+
+def _holds_text(path: Path) -> bool:
+    # Codex reads the first of the two that holds more than whitespace (codex-rs
+    # agents_md.rs, load_global_instructions): an empty override is skipped. A block
+    # written into an empty override would make Codex stop reading the user's AGENTS.md.
+    try:
+        return path.is_file() and bool(path.read_bytes().decode("utf-8", "replace").strip())
+    except OSError:  # unreadable: Codex warns and reads AGENTS.md
+        return False
 
 
 def host_present(config: Config) -> bool:
