@@ -7,11 +7,15 @@ what install wrote, what uninstall gave back, and that the user's own text never
 from __future__ import annotations
 
 import json
+import os
+import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from memwiki.hosts.integrate.block import BEGIN
+from memwiki.hosts.integrate.block import BEGIN, END
 
 
 @pytest.fixture
@@ -23,11 +27,33 @@ def home(tmp_path) -> Path:
 
 
 @pytest.fixture
-def mw(run_memwiki, home):
+def crontab(tmp_path) -> str:
+    """A PATH whose `crontab` keeps its table in a file: uninstall also looks at the crontab,
+    and cron is per user, not per HOME."""
+    bindir, table = tmp_path / "bin", tmp_path / "crontab.txt"
+    bindir.mkdir()
+    script = bindir / "crontab"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'T="{table}"\n'
+        'case "$1" in\n'
+        '  -l) [ -f "$T" ] || { echo "no crontab for $USER" >&2; exit 1; }; cat "$T" ;;\n'
+        '  -r) rm -f "$T" ;;\n'
+        '  -) cat > "$T" ;;\n'
+        "  *) exit 2 ;;\n"
+        "esac\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+@pytest.fixture
+def mw(run_memwiki, home, crontab):
     """memwiki with HOME (and XDG) pointing at the home fixture; returns the process."""
 
     def run(*argv: str, **kw):
-        env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), **kw.pop("env", {})}
+        env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "PATH": crontab}
+        env.update(kw.pop("env", {}))
         done = run_memwiki(*argv, env=env, **kw)
         assert "Traceback" not in done.stderr, done.stderr
         return done
@@ -97,3 +123,177 @@ def test_codex_an_empty_override_does_not_take_the_block(home, mw):
     assert st["instruction_file"] == str(codex / "AGENTS.md") and st["installed"]
     assert changes(mw("uninstall", "--host", "codex", "--json")) == [("AGENTS.md", "removed")]
     assert (codex / "AGENTS.md").read_text() == "# Mine\n"
+
+
+# --- Every host's instruction file -------------------------------------------------------
+
+# The file each host's install writes by default, relative to HOME.
+INSTRUCTION = {
+    "claude-code": ".claude/CLAUDE.md",
+    "codex": ".codex/AGENTS.md",
+    "openclaw": ".openclaw/workspace/AGENTS.md",
+    "hermes": ".hermes/SOUL.md",
+}
+HOSTS = sorted(INSTRUCTION)
+# What users' files look like: none, empty, a BOM, CRLF, no final newline, blank lines.
+CONTENTS = {
+    "missing": None,
+    "empty": b"",
+    "bom": b"\xef\xbb\xbf# Mine\n",
+    "crlf": b"# Mine\r\n\r\n- use tabs\r\n",
+    "no-final-newline": b"# Mine\n- use tabs",
+    "blank-lines": b"\n\n# Mine\n\n\n",
+}
+
+
+def instruction(home: Path, host: str) -> Path:
+    path = home / INSTRUCTION[host]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+# Each kind of file once, with the hosts taken in turn: the block code is shared.
+@pytest.mark.parametrize(
+    ("host", "content"), [(HOSTS[i % len(HOSTS)], c) for i, c in enumerate(sorted(CONTENTS))]
+)
+def test_install_twice_uninstall_twice_gives_every_byte_back(home, mw, host, content):
+    """Install, install, uninstall, uninstall on each kind of file: the second of each
+    changes nothing, and the file ends as it began (or absent, if install created it)."""
+    path = instruction(home, host)
+    if CONTENTS[content] is not None:
+        path.write_bytes(CONTENTS[content])
+    first = changes(mw("install", "--host", host, "--json"))[0]
+    assert first == (path.name, "created" if CONTENTS[content] is None else "appended")
+    assert changes(mw("install", "--host", host, "--json"))[0] == (path.name, "unchanged")
+    assert path.read_bytes().count(BEGIN.encode()) == 1
+    mw("uninstall", "--host", host)
+    assert (path.read_bytes() if path.exists() else None) == CONTENTS[content]
+    again = changes(mw("uninstall", "--host", host, "--json"))[0]
+    assert again == (path.name, "absent" if CONTENTS[content] is None else "unchanged")
+
+
+def crlf(data: bytes) -> bytes:
+    return data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_file_an_editor_turned_to_crlf_is_given_back_without_a_stray_cr(home, mw, host):
+    """Bug: after an editor saved the file with CRLF line endings, install again wrote the
+    block's lines with LF into it ("updated"), and uninstall left "\r" + a blank line
+    behind: the file did not come back as it was."""
+    path = instruction(home, host)
+    mine = b"# Mine\r\n- use tabs\r\n"
+    path.write_bytes(mine)
+    mw("install", "--host", host)
+    path.write_bytes(crlf(path.read_bytes()))  # the editor's save
+    assert changes(mw("install", "--host", host, "--json"))[0] == (path.name, "unchanged")
+    assert b"\n" not in path.read_bytes().replace(b"\r\n", b"")
+    mw("uninstall", "--host", host)
+    assert path.read_bytes() == mine
+
+
+def test_words_typed_after_the_end_marker_keep_their_own_line(home, mw):
+    """Bug: text typed right after <!-- memwiki:end --> was joined onto the line above the
+    block by uninstall ("above it trailing words"), changing the user's text."""
+    path = instruction(home, "codex")
+    path.write_text("# Mine\n")
+    mw("install", "--host", "codex")
+    text = path.read_text()
+    text = text.replace(END, END + " trailing words").replace("\n" + BEGIN, "\nabove it\n" + BEGIN)
+    path.write_text(text)
+    mw("uninstall", "--host", "codex")
+    assert path.read_text() == "# Mine\n\nabove it\n trailing words\n"
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_read_only_file_is_refused_and_nothing_is_written(home, mw, host):
+    """Bug: a file the user made read-only (chmod a-w) was replaced anyway (the atomic write
+    renames a new file over it, which needs only the directory to be writable)."""
+    path = instruction(home, host)
+    path.write_bytes(b"# Mine, read-only on purpose\n")
+    path.chmod(0o444)
+    before = sorted(p.name for p in path.parent.iterdir())
+    for argv in (["install"], ["install", "--dry-run"]):
+        done = mw(*argv, "--host", host)
+        assert done.returncode == 5
+        assert done.stderr == (
+            f"memwiki: error: {path}: read-only (mode 444); memwiki will not edit it: "
+            "make it writable and run again\n"
+        )
+    assert path.read_bytes() == b"# Mine, read-only on purpose\n"
+    assert sorted(p.name for p in path.parent.iterdir()) == before
+    path.chmod(0o644)
+    mw("install", "--host", host)
+    installed = path.read_bytes()
+    path.chmod(0o444)
+    done = mw("uninstall", "--host", host)
+    assert done.returncode == 5 and "read-only" in done.stderr
+    assert path.read_bytes() == installed
+
+
+def test_a_read_only_settings_json_refuses_the_whole_claude_install(home, mw):
+    """A read-only settings.json refuses install before CLAUDE.md is written: no half install
+    (a block that promises the hook without it)."""
+    claude = home / ".claude"
+    claude.mkdir()
+    (claude / "settings.json").write_text('{"model": "opus"}\n')
+    (claude / "settings.json").chmod(0o444)
+    done = mw("install", "--host", "claude-code")
+    assert done.returncode == 5 and "settings.json: read-only" in done.stderr
+    assert sorted(p.name for p in claude.iterdir()) == ["settings.json"]
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_symlinked_files_stay_links_and_their_targets_are_edited(home, tmp_path, mw, host):
+    """Dotfiles repositories link these files: the link survives install and uninstall, and
+    the file in the repository gets the block and gives it back."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    target = dotfiles / "instructions.md"
+    target.write_bytes(b"# Mine\n")
+    path = instruction(home, host)
+    path.symlink_to(os.path.relpath(target, path.parent))
+    links = [(path, target)]
+    if host == "claude-code":
+        settings = dotfiles / "settings.json"
+        settings.write_bytes(b'{\n  "model": "opus"\n}\n')
+        (home / ".claude" / "settings.json").symlink_to(settings)
+        links.append((home / ".claude" / "settings.json", settings))
+    mw("install", "--host", host)
+    for link, real in links:
+        assert link.is_symlink() and link.resolve() == real
+    assert BEGIN in target.read_text()
+    if host == "claude-code":
+        assert "memwiki" in settings.read_text()
+    mw("uninstall", "--host", host)
+    for link, real in links:
+        assert link.is_symlink() and link.resolve() == real
+    assert target.read_bytes() == b"# Mine\n"
+    if host == "claude-code":
+        assert settings.read_bytes() == b'{\n  "model": "opus"\n}\n'
+
+
+def test_the_hook_runs_from_a_memwiki_whose_path_has_a_space(home, tmp_path, mw, wiki):
+    """A virtualenv under a HOME with a space ("/home/Ana Lima/.venvs/…"): the hook command
+    install writes into settings.json must run as written, through a shell."""
+    venv = Path(sys.executable).parent.parent
+    spaced = home / ".venvs" / "mem wiki"
+    spaced.parent.mkdir()
+    spaced.symlink_to(venv)
+    python = spaced / "bin" / Path(sys.executable).name
+    (home / ".claude").mkdir()
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    subprocess.run(
+        [str(python), "-m", "memwiki", "install", "--host", "claude-code"],
+        env=env, check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    [group] = settings["hooks"]["UserPromptSubmit"]
+    command = group["hooks"][0]["command"]
+    assert str(spaced / "bin" / "memwiki") in command
+    prompt = {"hook_event_name": "UserPromptSubmit", "prompt": "anything"}
+    done = subprocess.run(
+        ["/bin/sh", "-c", command], input=json.dumps(prompt), text=True, capture_output=True,
+        env={**env, "MEMWIKI_DIR": str(wiki.root)}, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0 and "not found" not in done.stderr, done.stderr

@@ -14,7 +14,7 @@ from ..executable import memwiki_command
 from ..mining import claude_code, codex
 from ..mining.base import host_api
 from . import block, claude_settings
-from .textfile import delete_file, read_text, write_text
+from .textfile import check_writable, delete_file, read_text, write_text
 from .texts import instruction_block
 
 
@@ -203,6 +203,10 @@ def install(
             else ("unchanged" if settings_after == s_before else "added")
         )
         result.changes.append(FileChange(str(settings), "settings", s_action))
+    # A read-only file among them refuses the whole install before anything is written.
+    for change in result.changes:
+        if change.action != "unchanged":
+            check_writable(Path(change.path))
     if dry_run:
         return result
     if action != "unchanged":
@@ -242,6 +246,7 @@ def uninstall(
         action = "deleted" if after is None else ("unchanged" if after == before else "removed")
         result.changes.append(FileChange(str(target), kind, action))
         if action != "unchanged":
+            check_writable(target)
             edits.append((target, after))
     for target, after in [] if dry_run else edits:
         _write_or_delete(target, after)

@@ -26,8 +26,27 @@ def read_text(path: Path) -> str | None:
         raise InvalidInput(f"{path}: not UTF-8 text; memwiki will not edit it") from None
 
 
+def check_writable(path: Path) -> None:
+    """StorageError when the file (the link target for a symlink) is read-only."""
+    # The atomic write renames a new file over the old one, which needs only the directory
+    # to be writable: without this check a file the user made read-only was replaced anyway.
+    real = path.resolve() if path.is_symlink() else path
+    try:
+        mode = real.stat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StorageError(f"{path}: cannot read: {exc.strerror}") from None
+    if not (mode & 0o222 and os.access(real, os.W_OK)):
+        raise StorageError(
+            f"{path}: read-only (mode {stat.S_IMODE(mode):o}); memwiki will not edit it: "
+            "make it writable and run again"
+        )
+
+
 def write_text(path: Path, text: str) -> None:
     """Atomic UTF-8 write that follows a symlink and keeps the file's mode."""
+    check_writable(path)
     # Write through a symlink (dotfiles repos link these files) and keep the file's mode.
     real = path.resolve() if path.is_symlink() else path
     try:
@@ -43,6 +62,7 @@ def write_text(path: Path, text: str) -> None:
 
 def delete_file(path: Path) -> None:
     """Delete the file (the link target for a symlink); a missing file is fine."""
+    check_writable(path)
     try:
         (path.resolve() if path.is_symlink() else path).unlink()
     except FileNotFoundError:
