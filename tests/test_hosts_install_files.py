@@ -297,3 +297,23 @@ def test_the_hook_runs_from_a_memwiki_whose_path_has_a_space(home, tmp_path, mw,
         env={**env, "MEMWIKI_DIR": str(wiki.root)}, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0 and "not found" not in done.stderr, done.stderr
+
+
+def test_detect_says_why_install_would_stop(home, mw):
+    """Bug: detect offered `memwiki install` for files install then refused (a settings.json
+    that is not JSON, a read-only file) and said nothing about them."""
+    claude = home / ".claude"
+    claude.mkdir()
+    (claude / "settings.json").write_text('{"hooks": ')
+    hermes = instruction(home, "hermes")
+    hermes.write_text("# Mine\n")
+    hermes.chmod(0o444)
+    done = mw("hosts", "detect", "--json")
+    notes = {h["host"]: h["notes"] for h in json.loads(done.stdout)["hosts"]}
+    assert any(
+        n.startswith("install would stop: ") and "settings.json: not valid JSON" in n
+        for n in notes["claude-code"]
+    ), notes
+    assert any("SOUL.md: read-only (mode 444)" in n for n in notes["hermes"]), notes
+    assert not any("install would stop" in n for n in notes["codex"] + notes["openclaw"])
+    assert sorted(p.name for p in claude.iterdir()) == ["settings.json"]  # detect wrote nothing

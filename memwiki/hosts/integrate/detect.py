@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from ...config import Config
+from ...errors import MemwikiError
 from ..executable import missing_paths
 from ..mining import claude_code, generic
 from ..mining.base import HOSTS, get_source, host_api
 from ..mining.records import parse_record
 from . import claude_settings
-from .inject import installed
+from .inject import install, installed
 from .schedule import CLIENT, bridge_files
 from .textfile import read_text
 from .texts import template
@@ -201,6 +202,11 @@ def host_status(host: str, config: Config) -> HostStatus:
             f"the block is in a file {host} does not read while {target} has text: "
             f"run `memwiki install --host {host}` to move it there"
         )
+    if st.retrieve and st.found:
+        try:  # what install would say about these files, said here before the user runs it
+            install(host, config, dry_run=True)
+        except MemwikiError as exc:
+            st.notes.append(f"install would stop: {exc}")
     if st.found and count and not st.memorize:
         st.notes.append("sessions found, but no conversation record in the newest ones")
     st.notes.extend(_path_notes(host, config, target))

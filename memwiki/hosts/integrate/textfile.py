@@ -39,7 +39,7 @@ def check_writable(path: Path) -> None:
         raise StorageError(f"{path}: cannot read: {exc.strerror}") from None
     if not (mode & 0o222 and os.access(real, os.W_OK)):
         raise StorageError(
-            f"{path}: read-only (mode {stat.S_IMODE(mode):o}); memwiki will not edit it: "
+            f"{path}: read-only (mode {stat.S_IMODE(mode):03o}); memwiki will not edit it: "
             "make it writable and run again"
         )
 
