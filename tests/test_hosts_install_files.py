@@ -317,3 +317,31 @@ def test_detect_says_why_install_would_stop(home, mw):
     assert any("SOUL.md: read-only (mode 444)" in n for n in notes["hermes"]), notes
     assert not any("install would stop" in n for n in notes["codex"] + notes["openclaw"])
     assert sorted(p.name for p in claude.iterdir()) == ["settings.json"]  # detect wrote nothing
+
+
+@pytest.mark.parametrize("record", [True, False], ids=["with-record", "surgical"])
+def test_a_settings_json_with_a_bom_gets_the_hook_and_keeps_its_bom(home, mw, record):
+    """Bug: a settings.json that starts with a UTF-8 BOM (Windows editors write one; Claude
+    Code 2.1.197 reads it and runs its hooks) was refused: "not valid JSON (Unexpected UTF-8
+    BOM (decode using utf-8-sig) at line 1)", exit 2, and detect said "hook no"."""
+    claude = home / ".claude"
+    claude.mkdir()
+    settings = claude / "settings.json"
+    mine = b'\xef\xbb\xbf{\r\n  "model": "opus"\r\n}\r\n'
+    settings.write_bytes(mine)
+    done = mw("install", "--host", "claude-code", "--json")
+    assert changes(done) == [("CLAUDE.md", "created"), ("settings.json", "added")]
+    data = settings.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf{") and data.count(b"\xef\xbb\xbf") == 1
+    assert (
+        "hook claude-code"
+        in json.loads(data.decode("utf-8-sig"))["hooks"]["UserPromptSubmit"][0]["hooks"][0][
+            "command"
+        ]
+    )
+    detect = json.loads(mw("hosts", "detect", "--json").stdout)
+    assert [h["hook_installed"] for h in detect["hosts"] if h["host"] == "claude-code"] == [True]
+    if not record:  # installed by an older memwiki: no bytes kept, the hook is cut out
+        (home / ".config" / "memwiki" / "claude-settings-before.json").unlink()
+    mw("uninstall", "--host", "claude-code")
+    assert settings.read_bytes() == mine
