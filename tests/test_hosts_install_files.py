@@ -345,3 +345,19 @@ def test_a_settings_json_with_a_bom_gets_the_hook_and_keeps_its_bom(home, mw, re
         (home / ".config" / "memwiki" / "claude-settings-before.json").unlink()
     mw("uninstall", "--host", "claude-code")
     assert settings.read_bytes() == mine
+
+
+def test_the_hook_goes_into_a_crlf_settings_json_with_crlf_lines(home, mw):
+    """Bug: the hook entry was written with LF lines into a settings.json whose lines end in
+    CRLF, leaving the file with mixed line endings."""
+    claude = home / ".claude"
+    claude.mkdir()
+    settings = claude / "settings.json"
+    mine = b'{\r\n  "model": "opus",\r\n  "hooks": {\r\n    "Stop": []\r\n  }\r\n}\r\n'
+    settings.write_bytes(mine)
+    mw("install", "--host", "claude-code")
+    data = settings.read_bytes()
+    assert b"hook claude-code" in data and b"\n" not in data.replace(b"\r\n", b"")
+    (home / ".config" / "memwiki" / "claude-settings-before.json").unlink()  # cut it out
+    mw("uninstall", "--host", "claude-code")
+    assert settings.read_bytes() == mine

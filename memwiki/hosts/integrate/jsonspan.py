@@ -96,11 +96,14 @@ def insert_child(text: str, container: Container, entry: str) -> str:
     """text with entry (a member 'key: value' or an element) appended to the container."""
     base = line_indent(text, container.open)
     inner = base + indent_unit(text)
-    entry = entry.replace("\n", "\n" + inner)
+    # The file's own line ending: a CRLF file gets CRLF lines, not a mix.
+    first = text.find("\n")
+    nl = "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+    entry = entry.replace("\n", nl + inner)
     if container.children:
         at = container.children[-1].end
-        return text[:at] + ",\n" + inner + entry + text[at:]
-    return text[: container.open + 1] + "\n" + inner + entry + "\n" + base + text[container.close :]
+        return text[:at] + "," + nl + inner + entry + text[at:]
+    return text[: container.open + 1] + nl + inner + entry + nl + base + text[container.close :]
 
 
 def remove_child(text: str, container: Container, index: int) -> str:
