@@ -361,3 +361,32 @@ def test_the_hook_goes_into_a_crlf_settings_json_with_crlf_lines(home, mw):
     (home / ".config" / "memwiki" / "claude-settings-before.json").unlink()  # cut it out
     mw("uninstall", "--host", "claude-code")
     assert settings.read_bytes() == mine
+
+
+def test_a_fifo_instead_of_a_file_is_refused_not_waited_for(home, mw):
+    """Bug: an instruction file that is a FIFO (a named pipe) made install and hosts detect
+    wait for ever on reading it."""
+    path = instruction(home, "codex")
+    os.mkfifo(path)
+    done = mw("install", "--host", "codex", timeout=30)
+    assert done.returncode == 5
+    assert done.stderr == (
+        f"memwiki: error: {path}: not a regular file; memwiki edits regular files only\n"
+    )
+    detect = json.loads(mw("hosts", "detect", "--json", timeout=30).stdout)
+    [codex] = [h for h in detect["hosts"] if h["host"] == "codex"]
+    assert any("not a regular file" in n for n in codex["notes"])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="creating a device node needs root")
+def test_a_link_to_a_device_is_never_renamed_over(home, tmp_path, mw):
+    """Bug: AGENTS.md linked to a null device (a way to silence a global file) was read as
+    empty and then replaced: as root, the atomic rename put a regular file where the device
+    was. (The device here is a private copy of /dev/null in the test's own directory.)"""
+    device = tmp_path / "null"
+    os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    path = instruction(home, "codex")
+    path.symlink_to(device)
+    done = mw("install", "--host", "codex")
+    assert done.returncode == 5 and "not a regular file" in done.stderr
+    assert stat.S_ISCHR(device.lstat().st_mode) and path.is_symlink()

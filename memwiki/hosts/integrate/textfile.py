@@ -12,9 +12,18 @@ from ...fsutil import atomic_write_bytes
 NEW_FILE_MODE = 0o644
 
 
+def _refuse_special(path: Path, mode: int) -> None:
+    # A FIFO would block the read for ever, and a link to /dev/null would be renamed over
+    # (as root, replacing the device): memwiki edits regular files only.
+    if not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise StorageError(f"{path}: {kind}; memwiki edits regular files only")
+
+
 def read_text(path: Path) -> str | None:
     """The file's UTF-8 text, or None when it does not exist."""
     try:
+        _refuse_special(path, path.stat().st_mode)
         data = path.read_bytes()
     except FileNotFoundError:
         return None
@@ -37,6 +46,7 @@ def check_writable(path: Path) -> None:
         return
     except OSError as exc:
         raise StorageError(f"{path}: cannot read: {exc.strerror}") from None
+    _refuse_special(path, mode)
     if not (mode & 0o222 and os.access(real, os.W_OK)):
         raise StorageError(
             f"{path}: read-only (mode {stat.S_IMODE(mode):03o}); memwiki will not edit it: "
