@@ -390,3 +390,18 @@ def test_a_link_to_a_device_is_never_renamed_over(home, tmp_path, mw):
     done = mw("install", "--host", "codex")
     assert done.returncode == 5 and "not a regular file" in done.stderr
     assert stat.S_ISCHR(device.lstat().st_mode) and path.is_symlink()
+
+
+def test_a_second_block_is_not_left_behind(home, mw):
+    """Bug: a file holding the block twice (two devices' dotfiles merged, a paste) kept the
+    second one: uninstall said "removed" and left a block naming memwiki in the file, and
+    install again left both."""
+    path = instruction(home, "openclaw")
+    path.write_text("# Mine\n")
+    mw("install", "--host", "openclaw")
+    text = path.read_text()
+    path.write_text(text + "\nmore of mine\n" + text[text.index(BEGIN) :])
+    assert changes(mw("install", "--host", "openclaw", "--json")) == [("AGENTS.md", "updated")]
+    assert path.read_text().count(BEGIN) == 1 and "more of mine" in path.read_text()
+    mw("uninstall", "--host", "openclaw")
+    assert path.read_text() == "# Mine\n\nmore of mine"

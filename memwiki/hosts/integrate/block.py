@@ -60,23 +60,36 @@ def apply_block(original: str | None, body: str, label: str = "file") -> str:
     if original is None:
         return block + nl
     if span is not None:
-        return original[: span[0]] + block + original[span[1] :]
+        # Any further block (two devices' dotfiles merged) goes: the agent reads one.
+        rest = remove_block(original[span[1] :], label) or ""
+        return original[: span[0]] + block + rest
     return original + nl + block + nl
 
 
 def remove_block(text: str, label: str = "file") -> str | None:
-    """The text without the block; None when the file should be deleted (install created it)."""
-    span = find_block(text, label)
-    if span is None:
-        return text
-    start, end = span
+    """The text without the block(s); None when the file should be deleted (install created
+    it)."""
+    created = False
+    # Every block goes, not just the first: a file can hold two (two devices' dotfiles
+    # merged, a paste), and uninstall must leave none behind. Each pass removes one.
+    for _ in range(text.count(BEGIN)):
+        span = find_block(text, label)
+        if span is None:
+            break
+        created = created or span[0] == 0
+        text = _cut(text, *span)
+    return None if created and not text else text
+
+
+def _cut(text: str, start: int, end: int) -> str:
+    """text without the block at start:end and the newlines install put around it."""
     # The newlines install put around the block are written like the block's own lines.
     nl = _block_newline(text, start)
     after = text[end:]
     ended = after.startswith(nl)
     after = after[len(nl) :] if ended else after
     if start == 0:
-        return after or None
+        return after
     before = text[:start]
     # Words typed after the end marker stay on a line of their own: the newline before the
     # block goes only with the one after it.
