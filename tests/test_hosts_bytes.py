@@ -187,3 +187,24 @@ def test_hermes_text_with_a_bad_byte_is_mined(tmp_path, wiki, run_memwiki):
     conn.commit()
     conn.close()
     assert SEEN in offered(prepare(run_memwiki, wiki, "hermes", home))
+
+
+def test_a_session_file_named_with_a_byte_that_is_not_utf8_is_mined(tmp_path, wiki, run_memwiki):
+    """Bug: one session file whose name held a byte that is not UTF-8 made every `bridge
+    prepare` of its host fail with an internal error (exit 70): the OS hands the byte over as
+    a lone surrogate, which cannot be written. Its id is now the name with \\xNN, the same on
+    every read, so the cursor moves past it once committed."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    records = [{"role": "user", "content": "rotate the deploy keys"},
+               {"role": "assistant", "content": "noted the rotation"}]  # fmt: skip
+    with open(bytes(logs) + b"/chat-\xff.jsonl", "wb") as fh:
+        fh.write(b"".join(line(r) for r in records))
+    data = prepare(run_memwiki, wiki, "generic", logs)
+    [session] = data["sessions"]
+    assert session["session_id"] == "chat-\\xff"
+    assert session["source_path"] == f"{logs}/chat-\\xff.jsonl"
+    assert "rotate the deploy keys" in offered(data)
+    done = run_memwiki("--wiki", wiki.root, "bridge", "commit", "--host", "generic", "--json")
+    assert done.returncode == 0, done.stderr
+    assert prepare(run_memwiki, wiki, "generic", logs)["nothing_new"]
