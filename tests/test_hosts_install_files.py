@@ -405,3 +405,24 @@ def test_a_second_block_is_not_left_behind(home, mw):
     assert path.read_text().count(BEGIN) == 1 and "more of mine" in path.read_text()
     mw("uninstall", "--host", "openclaw")
     assert path.read_text() == "# Mine\n\nmore of mine"
+
+
+def test_codex_an_override_holding_only_the_block_gives_agents_md_back(home, mw):
+    """Bug: an older memwiki put the block into an empty AGENTS.override.md, which made Codex
+    read it instead of the user's AGENTS.md; install again kept it there. The override holds
+    nothing of the user's, so install now moves the block to AGENTS.md and leaves the
+    override empty again, as the user had it."""
+    codex = home / ".codex"
+    codex.mkdir()
+    plain, override = codex / "AGENTS.md", codex / "AGENTS.override.md"
+    plain.write_text("# Mine\n")
+    override.write_text("")
+    mw("install", "--host", "codex", "--path", str(override))  # what the older memwiki did
+    assert changes(mw("install", "--host", "codex", "--json")) == [
+        ("AGENTS.md", "appended"),
+        ("AGENTS.override.md", "removed"),
+    ]
+    assert override.read_bytes() == b"" and plain.read_text().count(BEGIN) == 1
+    detect = json.loads(mw("hosts", "detect", "--json").stdout)
+    [st] = [h for h in detect["hosts"] if h["host"] == "codex"]
+    assert st["instruction_file"] == str(plain) and st["installed"] and not st["notes"]

@@ -37,9 +37,13 @@ def test_the_block_goes_where_codex_reads_it(tmp_path_factory):
         mine = plain.read_bytes()
         rules = CODEX_GLOBAL_RULES.strip().splitlines()[0]
         # An empty override: Codex skips it, so the block belongs in AGENTS.md, beside the
-        # user's rules (in the override, it would have hidden them from Codex).
+        # user's rules. In the override (where an older memwiki put it) it hides them.
         override.write_text("\n")
-        assert w.sb.memwiki("install", "--host", "codex").rc == 0
+        assert w.sb.memwiki("install", "--host", "codex", "--path", str(override)).rc == 0
+        seen = _seen_by_codex(w)
+        assert BLOCK_MARK in seen and rules not in seen
+        assert w.sb.memwiki("install", "--host", "codex").rc == 0  # moves it to AGENTS.md
+        assert override.read_text() == "\n"
         seen = _seen_by_codex(w)
         assert BLOCK_MARK in seen and rules in seen
         # The override gets text: Codex now reads only it; install again moves the block.

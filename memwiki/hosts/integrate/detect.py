@@ -18,7 +18,7 @@ from ..mining import claude_code, generic
 from ..mining.base import HOSTS, get_source, host_api
 from ..mining.records import parse_record
 from . import claude_settings
-from .inject import install, installed
+from .inject import install, installed, instruction_target
 from .schedule import CLIENT, bridge_files
 from .textfile import read_text
 from .texts import template
@@ -172,7 +172,7 @@ def host_status(host: str, config: Config) -> HostStatus:
     """The status of one dedicated host at its default locations."""
     api = host_api(host)
     location, count, counts, notes = _sample(host, config)
-    target = api.instruction_file(config)
+    target = instruction_target(host, config) if api.instruction_file(config) else None
     hook = None
     if host == claude_code.HOST:
         try:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ...config import Config
-from ...errors import InvalidInput, NotFound, StorageError
+from ...errors import InvalidInput, MemwikiError, NotFound, StorageError
 from ...fsutil import atomic_write_text
 from ..executable import memwiki_command
 from ..mining import claude_code, codex
@@ -59,11 +59,27 @@ def instruction_target(host: str, config: Config, path: Path | None = None) -> P
     if path is not None:
         return Path(path).expanduser()
     target = host_api(host).instruction_file(config)
+    if host == codex.HOST and target is not None:
+        target = _codex_target(config, target)
     if target is None:
         raise InvalidInput(
             f"{host} has no user-level instruction file; pass --path (e.g. ./AGENTS.md)"
         )
     return target
+
+
+def _codex_target(config: Config, read: Path) -> Path:
+    """AGENTS.override.md when it holds text of the user's, else AGENTS.md."""
+    override, plain = codex.instruction_files(config)
+    if read != override:
+        return read
+    # memwiki's own block is no reason to read the override: an older memwiki put it into
+    # an empty override, and from then on Codex read that instead of the user's AGENTS.md.
+    try:
+        rest = block.remove_block(read_text(override) or "", str(override)) or ""
+    except MemwikiError:  # not UTF-8, a stray marker: install will say so about the file
+        return override
+    return override if rest.strip() else plain
 
 
 def block_files(host: str, config: Config, path: Path | None = None) -> list[Path]:
