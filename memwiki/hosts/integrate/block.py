@@ -12,6 +12,7 @@ editor converting the file does not leave a stray "\r" behind on removal.
 from __future__ import annotations
 
 from ...errors import InvalidInput
+from .textfile import newline_of
 
 BEGIN = "<!-- memwiki:begin -->"
 END = "<!-- memwiki:end -->"
@@ -38,13 +39,6 @@ def find_block(text: str, label: str = "file") -> tuple[int, int] | None:
     if end < 0:
         raise InvalidInput(f"{label}: {BEGIN} without {END}; fix the file by hand")
     return start, end + len(END)
-
-
-def newline_of(text: str | None) -> str:
-    """The file's line ending: CRLF when its first line ends in one, else LF."""
-    text = text or ""
-    first = text.find("\n")
-    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
 
 
 def _block_newline(text: str, start: int) -> str:

@@ -68,11 +68,11 @@ def instruction_target(host: str, config: Config, path: Path | None = None) -> P
     return target
 
 
-def _codex_target(config: Config, read: Path) -> Path:
+def _codex_target(config: Config, codex_reads: Path) -> Path:
     """AGENTS.override.md when it holds text of the user's, else AGENTS.md."""
     override, plain = codex.instruction_files(config)
-    if read != override:
-        return read
+    if codex_reads != override:
+        return codex_reads
     # memwiki's own block is no reason to read the override: an older memwiki put it into
     # an empty override, and from then on Codex read that instead of the user's AGENTS.md.
     try:

@@ -6,6 +6,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from .textfile import newline_of
+
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
@@ -96,9 +98,7 @@ def insert_child(text: str, container: Container, entry: str) -> str:
     """text with entry (a member 'key: value' or an element) appended to the container."""
     base = line_indent(text, container.open)
     inner = base + indent_unit(text)
-    # The file's own line ending: a CRLF file gets CRLF lines, not a mix.
-    first = text.find("\n")
-    nl = "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+    nl = newline_of(text)  # the file's own: a CRLF file gets CRLF lines, not a mix
     entry = entry.replace("\n", nl + inner)
     if container.children:
         at = container.children[-1].end

@@ -12,6 +12,13 @@ from ...fsutil import atomic_write_bytes
 NEW_FILE_MODE = 0o644
 
 
+def newline_of(text: str | None) -> str:
+    """The file's line ending: CRLF when its first line ends in one, else LF."""
+    text = text or ""
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+
+
 def _refuse_special(path: Path, mode: int) -> None:
     # A FIFO would block the read for ever, and a link to /dev/null would be renamed over
     # (as root, replacing the device): memwiki edits regular files only.
