@@ -45,9 +45,10 @@ class SessionRef:
         # that a cursor key is the same string on every read.
         for name in ("key", "session_id", "parent_id"):
             value = getattr(self, name)
-            if value is not None:
+            if isinstance(value, str):  # a damaged database row may hold anything
                 object.__setattr__(self, name, path_text(value))
-        object.__setattr__(self, "aliases", tuple(path_text(a) for a in self.aliases))
+        aliases = tuple(path_text(a) if isinstance(a, str) else a for a in self.aliases)
+        object.__setattr__(self, "aliases", aliases)
 
 
 def path_text(value: str) -> str:
