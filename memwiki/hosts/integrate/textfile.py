@@ -55,8 +55,11 @@ def check_writable(path: Path) -> None:
         raise StorageError(f"{path}: cannot read: {exc.strerror}") from None
     _refuse_special(path, mode)
     if not (mode & 0o222 and os.access(real, os.W_OK)):
+        # Not writable by this user (a file `sudo` left behind): the rename would also have
+        # replaced it with a file of another owner.
+        what = "read-only" if not mode & 0o222 else "not writable by you"
         raise StorageError(
-            f"{path}: read-only (mode {stat.S_IMODE(mode):03o}); memwiki will not edit it: "
+            f"{path}: {what} (mode {stat.S_IMODE(mode):03o}); memwiki will not edit it: "
             "make it writable and run again"
         )
 
