@@ -261,12 +261,9 @@ def test_codex_uninstall_finds_the_block_after_an_override_appears(tmp_path):
     assert [(c.path, c.action) for c in result.changes] == [(str(plain), "removed")]
     assert plain.read_text() == "# Mine\n" and override.read_text() == "o\n"
     assert not installed("codex", cfg)
-    # A block in each file (install run again after the override appeared): both go.
-    install("codex", cfg)
-    override.unlink()
-    install("codex", cfg)
-    override.write_text("o\n")
-    install("codex", cfg)
+    # A block in each file (each put there by hand with --path): both go.
+    install("codex", cfg, override)
+    install("codex", cfg, plain)
     assert [c.action for c in uninstall("codex", cfg).changes] == ["removed", "removed"]
     assert plain.read_text() == "# Mine\n" and override.read_text() == "o\n"
 

@@ -23,6 +23,7 @@ HOOK_ARGS = ("hook", "claude-code")
 # Seconds Claude Code waits before giving up on the hook; the hook's own budget is shorter.
 HOOK_TIMEOUT_S = 10
 EVENT = "UserPromptSubmit"
+BOM = "\ufeff"
 
 
 def hook_command(memwiki: str = "memwiki") -> str:
@@ -113,7 +114,7 @@ def hook_registered(text: str | None) -> bool:
     if not text:
         return False
     try:
-        return has_hook(_parse(text, "settings.json"))
+        return has_hook(_parse(_split_bom(text)[1], "settings.json"))
     except InvalidInput:
         return False
 
@@ -126,8 +127,19 @@ def _refresh(text: str, data: dict[str, Any], command: str) -> str:
     return text
 
 
+def _split_bom(text: str) -> tuple[str, str]:
+    # Claude Code reads a settings.json that starts with a UTF-8 BOM (2.1.197, checked with
+    # the real client), as editors on Windows write it: edit what follows, keep the BOM.
+    return (BOM, text[len(BOM) :]) if text.startswith(BOM) else ("", text)
+
+
 def add_hook(text: str | None, label: str = "settings.json", command: str = HOOK_COMMAND) -> str:
     """settings.json text with memwiki's hook registered; an older path is refreshed in place."""
+    bom, body = _split_bom(text or "")
+    return bom + _add_hook(None if text is None else body, label, command)
+
+
+def _add_hook(text: str | None, label: str, command: str) -> str:
     if text is None or not text.strip():
         return _created_text(command)
     data = _parse(text, label)
@@ -174,6 +186,13 @@ def _remove_one(text: str) -> str:
 
 def remove_hook(text: str, label: str = "settings.json") -> str | None:
     """settings.json text without memwiki's hook; None when the file should be deleted."""
+    bom, body = _split_bom(text)
+    after = _remove_hook(body, label)
+    # Install never writes a BOM: a file holding one was the user's, so it is kept.
+    return bom + (after or "") if bom else after
+
+
+def _remove_hook(text: str, label: str) -> str | None:
     data = _parse(text, label)
     if not has_hook(data):
         return text

@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from ...config import Config
+from ...errors import MemwikiError
 from ..executable import missing_paths
 from ..mining import claude_code, generic
 from ..mining.base import HOSTS, get_source, host_api
 from ..mining.records import parse_record
 from . import claude_settings
-from .inject import installed
+from .inject import install, installed, instruction_target
 from .schedule import CLIENT, bridge_files
 from .textfile import read_text
 from .texts import template
@@ -171,7 +172,7 @@ def host_status(host: str, config: Config) -> HostStatus:
     """The status of one dedicated host at its default locations."""
     api = host_api(host)
     location, count, counts, notes = _sample(host, config)
-    target = api.instruction_file(config)
+    target = instruction_target(host, config) if api.instruction_file(config) else None
     hook = None
     if host == claude_code.HOST:
         try:
@@ -194,17 +195,23 @@ def host_status(host: str, config: Config) -> HostStatus:
     )
     if target is None:
         st.notes.append("no user-level instruction file: install per project with --path")
-    elif st.installed and not installed(host, config, target):
-        # Codex: the block went into AGENTS.md before AGENTS.override.md, which wins, existed.
+    stale = st.installed and target is not None and not installed(host, config, target)
+    if stale:
+        # Codex: the block went into AGENTS.md before AGENTS.override.md, which wins, had text.
         st.notes.append(
-            f"the block is in a file {host} does not read while {target} exists: "
-            f"run `memwiki install --host {host}` to add it there"
+            f"the block is in a file {host} does not read while {target} has text: "
+            f"run `memwiki install --host {host}` to move it there"
         )
+    if st.retrieve and st.found:
+        try:  # what install would say about these files, said here before the user runs it
+            install(host, config, dry_run=True)
+        except MemwikiError as exc:
+            st.notes.append(f"install would stop: {exc}")
     if st.found and count and not st.memorize:
         st.notes.append("sessions found, but no conversation record in the newest ones")
     st.notes.extend(_path_notes(host, config, target))
     _version_notes(st, host, config)
-    st.next_command = _next(host, st)
+    st.next_command = f"memwiki install --host {host}" if stale else _next(host, st)
     return st
 
 

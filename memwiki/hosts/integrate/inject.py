@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from ...config import Config
-from ...errors import InvalidInput, NotFound, StorageError
+from ...errors import InvalidInput, MemwikiError, NotFound, StorageError
 from ...fsutil import atomic_write_text
 from ..executable import memwiki_command
 from ..mining import claude_code, codex
 from ..mining.base import host_api
 from . import block, claude_settings
-from .textfile import delete_file, read_text, write_text
+from .textfile import check_writable, delete_file, read_text, write_text
 from .texts import instruction_block
 
 
@@ -59,6 +59,8 @@ def instruction_target(host: str, config: Config, path: Path | None = None) -> P
     if path is not None:
         return Path(path).expanduser()
     target = host_api(host).instruction_file(config)
+    if host == codex.HOST and target is not None:
+        target = _codex_target(config, target)
     if target is None:
         raise InvalidInput(
             f"{host} has no user-level instruction file; pass --path (e.g. ./AGENTS.md)"
@@ -66,11 +68,26 @@ def instruction_target(host: str, config: Config, path: Path | None = None) -> P
     return target
 
 
+def _codex_target(config: Config, codex_reads: Path) -> Path:
+    """AGENTS.override.md when it holds text of the user's, else AGENTS.md."""
+    override, plain = codex.instruction_files(config)
+    if codex_reads != override:
+        return codex_reads
+    # memwiki's own block is no reason to read the override: an older memwiki put it into
+    # an empty override, and from then on Codex read that instead of the user's AGENTS.md.
+    try:
+        rest = block.remove_block(read_text(override) or "", str(override)) or ""
+    except MemwikiError:  # not UTF-8, a stray marker: install will say so about the file
+        return override
+    return override if rest.strip() else plain
+
+
 def block_files(host: str, config: Config, path: Path | None = None) -> list[Path]:
     """Every file the host's block may be in: install's target first, then the others.
 
-    Codex reads AGENTS.override.md instead of AGENTS.md once it exists, so a block installed
-    before the override was created is still in AGENTS.md: uninstall and detect look in both.
+    Codex reads AGENTS.override.md instead of AGENTS.md once it holds text, so a block
+    installed before that is still in AGENTS.md: install moves it, uninstall and detect look
+    in both.
     """
     target = instruction_target(host, config, path)
     if path is not None or host != codex.HOST:
@@ -147,6 +164,27 @@ def _forget_settings(config: Config, path: Path) -> None:
         _save_record(config, record)
 
 
+def _stale_blocks(
+    host: str, config: Config, path: Path | None, target: Path
+) -> list[tuple[Path, str | None, str]]:
+    """(file, its text without the block or None to delete, action) for each file other than
+    target that holds the host's block; worked out before anything is written."""
+    found = []
+    for other in block_files(host, config, path)[1:]:
+        text = read_text(other)
+        if text is not None and _has_block(text, other):
+            after = block.remove_block(text, str(other))
+            found.append((other, after, "deleted" if after is None else "removed"))
+    return found
+
+
+def _write_or_delete(target: Path, after: str | None) -> None:
+    if after is None:
+        delete_file(target)
+    else:
+        write_text(target, after)
+
+
 def install(
     host: str, config: Config, path: Path | None = None, dry_run: bool = False
 ) -> InstallResult:
@@ -164,6 +202,10 @@ def install(
     else:
         action = "updated" if block.find_block(before, str(target)) else "appended"
     result.changes.append(FileChange(str(target), "instruction", action))
+    # A block left in a file the host no longer reads (Codex's AGENTS.md once the override
+    # holds text) is stale: install moves the block, so the user never has two.
+    stale = _stale_blocks(host, config, path, target)
+    result.changes.extend(FileChange(str(f), "instruction", a) for f, _, a in stale)
     settings_after = None
     if host == claude_code.HOST:
         settings = claude_code.settings_file(config)
@@ -177,10 +219,16 @@ def install(
             else ("unchanged" if settings_after == s_before else "added")
         )
         result.changes.append(FileChange(str(settings), "settings", s_action))
+    # A read-only file among them refuses the whole install before anything is written.
+    for change in result.changes:
+        if change.action != "unchanged":
+            check_writable(Path(change.path))
     if dry_run:
         return result
     if action != "unchanged":
         write_text(target, after)
+    for stale_file, stale_after, _ in stale:  # after the new block is in place, never before
+        _write_or_delete(stale_file, stale_after)
     if settings_after is not None and result.changes[-1].action != "unchanged":
         settings = claude_code.settings_file(config)
         _remember_settings(config, settings, s_before, settings_after)
@@ -214,12 +262,10 @@ def uninstall(
         action = "deleted" if after is None else ("unchanged" if after == before else "removed")
         result.changes.append(FileChange(str(target), kind, action))
         if action != "unchanged":
+            check_writable(target)
             edits.append((target, after))
     for target, after in [] if dry_run else edits:
-        if after is None:
-            delete_file(target)
-        else:
-            write_text(target, after)
+        _write_or_delete(target, after)
     if not dry_run and host == claude_code.HOST:
         _forget_settings(config, claude_code.settings_file(config))
     return result

@@ -6,6 +6,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from .textfile import newline_of
+
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
@@ -96,11 +98,12 @@ def insert_child(text: str, container: Container, entry: str) -> str:
     """text with entry (a member 'key: value' or an element) appended to the container."""
     base = line_indent(text, container.open)
     inner = base + indent_unit(text)
-    entry = entry.replace("\n", "\n" + inner)
+    nl = newline_of(text)  # the file's own: a CRLF file gets CRLF lines, not a mix
+    entry = entry.replace("\n", nl + inner)
     if container.children:
         at = container.children[-1].end
-        return text[:at] + ",\n" + inner + entry + text[at:]
-    return text[: container.open + 1] + "\n" + inner + entry + "\n" + base + text[container.close :]
+        return text[:at] + "," + nl + inner + entry + text[at:]
+    return text[: container.open + 1] + nl + inner + entry + nl + base + text[container.close :]
 
 
 def remove_child(text: str, container: Container, index: int) -> str:

@@ -40,6 +40,28 @@ class SessionRef:
     parent_id: str | None = None
     aliases: tuple[str, ...] = ()  # other ids a skip list may name (e.g. OpenClaw cron job)
 
+    def __post_init__(self) -> None:
+        # Ids are often file names; see path_text. Mended here, where every ref is made, so
+        # that a cursor key is the same string on every read.
+        for name in ("key", "session_id", "parent_id"):
+            value = getattr(self, name)
+            if isinstance(value, str):  # a damaged database row may hold anything
+                object.__setattr__(self, name, path_text(value))
+        aliases = tuple(path_text(a) if isinstance(a, str) else a for a in self.aliases)
+        object.__setattr__(self, "aliases", aliases)
+
+
+def path_text(value: str) -> str:
+    """A string taken from a file name, as text: each byte that is not UTF-8 written as \\xNN."""
+    # The OS hands such bytes over as lone surrogates, which cannot be written as UTF-8: one
+    # session file named with one made every `bridge prepare` of its host fail (exit 70).
+    # \xNN rather than U+FFFD keeps two such names apart.
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return value
+
 
 @dataclass
 class SessionSlice:

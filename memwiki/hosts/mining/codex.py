@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -10,7 +9,16 @@ from typing import Any
 
 from ...config import Config
 from .base import JsonlSource, SessionRef, env_path, walk_jsonl
-from .records import ROLES, TEXT_BLOCKS, Verdict, message, parse_json_text, tool_call, tool_result
+from .records import (
+    ROLES,
+    TEXT_BLOCKS,
+    Verdict,
+    message,
+    parse_json_text,
+    parse_record,
+    tool_call,
+    tool_result,
+)
 
 HOST = "codex"
 SELF_SESSION_VAR = "CODEX_THREAD_ID"
@@ -46,14 +54,24 @@ def codex_home(config: Config) -> Path:
 
 
 def instruction_files(config: Config) -> list[Path]:
-    """Both files the block may be in: AGENTS.override.md (it wins when present), AGENTS.md."""
+    """Both files the block may be in: AGENTS.override.md (it wins when it has text), AGENTS.md."""
     return [codex_home(config) / "AGENTS.override.md", codex_home(config) / "AGENTS.md"]
 
 
 def instruction_file(config: Config) -> Path | None:
-    """$CODEX_HOME/AGENTS.md, or AGENTS.override.md when that exists (it wins)."""
+    """The file Codex reads: AGENTS.override.md when it holds text, else AGENTS.md."""
     override, plain = instruction_files(config)
-    return override if override.is_file() else plain
+    return override if _holds_text(override) else plain
+
+
+def _holds_text(path: Path) -> bool:
+    # Codex reads the first of the two that holds more than whitespace (codex-rs
+    # agents_md.rs, load_global_instructions): an empty override is skipped. A block
+    # written into an empty override would make Codex stop reading the user's AGENTS.md.
+    try:
+        return path.is_file() and bool(path.read_bytes().decode("utf-8", "replace").strip())
+    except OSError:  # unreadable: Codex warns and reads AGENTS.md
+        return False
 
 
 def host_present(config: Config) -> bool:
@@ -173,13 +191,15 @@ def session_id_of(path: Path) -> str:
     try:
         with path.open("rb") as fh:
             first = fh.readline()
-        meta = json.loads(first)
-        if meta.get("type") == "session_meta" and isinstance(meta.get("payload"), dict):
-            sid = meta["payload"].get("id")
-            if isinstance(sid, str) and sid:
-                return sid
-    except (OSError, ValueError, AttributeError):
-        pass
+    except OSError:
+        first = b""
+    # parse_record, as for every other line: a byte that is not UTF-8 in the header (its
+    # instructions or cwd) must not cost the session its id.
+    meta = parse_record(first) or {}
+    if meta.get("type") == "session_meta" and isinstance(meta.get("payload"), dict):
+        sid = meta["payload"].get("id")
+        if isinstance(sid, str) and sid:
+            return sid
     match = _UUID_TAIL.search(path.stem)
     return match.group(1) if match else path.stem
 

@@ -18,6 +18,7 @@ from .base import (
     TranscriptSource,
     get_source,
     host_api,
+    path_text,
 )
 from .records import Verdict, parse_record
 from .workdirs import slice_cwd
@@ -65,7 +66,7 @@ def read_slice(
         host=source.host,
         session_id=ref.session_id,
         key=ref.key,
-        source_path=str(ref.path),
+        source_path=path_text(str(ref.path)),
         cursor=result.cursor,
         counts=counts,
         session=session,

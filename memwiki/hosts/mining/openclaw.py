@@ -16,6 +16,7 @@ from .sqlite_ro import (
     grouped_sessions,
     reading,
     table_columns,
+    text_of,
     unreadable,
 )
 
@@ -205,9 +206,12 @@ def _unpack(packed: Any) -> str | None:
     import zstandard  # only OpenClaw stores need it
 
     try:
-        return zstandard.ZstdDecompressor().decompress(packed).decode("utf-8")
-    except (zstandard.ZstdError, UnicodeDecodeError):
+        data = zstandard.ZstdDecompressor().decompress(packed)
+    except zstandard.ZstdError:
         return None
+    # Decoded as event_json's TEXT is: strict decoding called an event with one byte that is
+    # not UTF-8 undecodable, and held the cursor before it forever.
+    return text_of(data)
 
 
 def _generations(conn: sqlite3.Connection) -> dict[Any, str]:

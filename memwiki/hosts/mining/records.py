@@ -34,7 +34,14 @@ def parse_record(raw: str | bytes | dict[str, Any]) -> dict[str, Any] | None:
         return raw
     try:
         value = json.loads(raw, parse_constant=_reject_constant)
-    except (ValueError, UnicodeDecodeError, RecursionError):
+    except UnicodeDecodeError:
+        # One byte that is not UTF-8 (a terminal paste, a binary tool output) would cost the
+        # whole turn: read each such byte as U+FFFD and keep the rest of the line. A line
+        # that is not JSON even so is still skipped.
+        if not isinstance(raw, bytes):
+            return None
+        return parse_record(raw.decode("utf-8-sig", "replace"))
+    except (ValueError, RecursionError):
         return None
     if not isinstance(value, dict):
         return None

@@ -19,13 +19,19 @@ def ro_uri(path: Path) -> str:
     return f"file:{quote(str(Path(path).resolve()), safe='/')}?mode=ro"
 
 
+def text_of(raw: bytes) -> str:
+    """Stored text as str, each byte that is not UTF-8 read as U+FFFD."""
+    # A damaged page or a host bug can leave bytes that are not UTF-8 in a TEXT column (or a
+    # compressed event): read them with replacement characters rather than fail on the whole
+    # database, or hold a cursor before that row forever.
+    return raw.decode("utf-8", "replace")
+
+
 @contextmanager
 def connect_ro(path: Path) -> Iterator[sqlite3.Connection]:
     """A short-lived read-only connection (closed on exit so no read lock lingers)."""
     conn = sqlite3.connect(ro_uri(path), uri=True, timeout=BUSY_TIMEOUT_S)
-    # A damaged page or a host bug can leave bytes that are not UTF-8 in a TEXT column:
-    # read them with replacement characters rather than fail on the whole database.
-    conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
+    conn.text_factory = text_of
     with closing(conn):
         conn.execute("PRAGMA query_only = ON")
         yield conn
