@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -24,7 +25,37 @@ from . import (
 from .context import state
 from .options import DEBUG, WIKI
 
+
+def _in_context(parse: Callable[..., list[str]], ctx: Any, args: list[str]) -> list[str]:
+    # Click's option parser raises "Option '-n' requires an argument." and "... does not
+    # take a value." without the command's context, so they were printed without the usage
+    # line every other argument error has (docs/reference.md, "Exit codes").
+    try:
+        return parse(ctx, args)
+    except typer.TyperException as exc:
+        if hasattr(exc, "ctx") and exc.ctx is None:
+            exc.ctx = ctx
+        raise
+
+
+class UsageCommand(typer.core.TyperCommand):
+    """A command whose every argument error is printed with its usage line."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Parse as Click does; an error without a context gets this command's."""
+        return _in_context(super().parse_args, ctx, args)
+
+
+class UsageGroup(typer.core.TyperGroup):
+    """A command group whose every argument error is printed with its usage line."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Parse as Click does; an error without a context gets this group's."""
+        return _in_context(super().parse_args, ctx, args)
+
+
 app = typer.Typer(
+    cls=UsageGroup,
     help="Long-term memory for AI coding agents: markdown RecallFiles in git, hybrid retrieval.",
     no_args_is_help=True,
     add_completion=False,
@@ -125,11 +156,11 @@ GROUPS: list[tuple[str, str, list[Command]]] = [
 ]
 
 for _name, _function in COMMANDS:
-    app.command(_name)(_function)
+    app.command(_name, cls=UsageCommand)(_function)
 for _group, _help, _commands in GROUPS:
-    _sub = typer.Typer(help=_help, no_args_is_help=True)
+    _sub = typer.Typer(help=_help, no_args_is_help=True, cls=UsageGroup)
     for _name, _function in _commands:
-        _sub.command(_name)(_function)
+        _sub.command(_name, cls=UsageCommand)(_function)
     app.add_typer(_sub, name=_group)
 
 
