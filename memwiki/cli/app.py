@@ -38,12 +38,31 @@ def _in_context(parse: Callable[..., list[str]], ctx: Any, args: list[str]) -> l
         raise
 
 
+class Interrupted(Exception):
+    """Ctrl-C inside a command, carried past Typer to memwiki.cli.main (see UsageCommand.invoke)."""
+
+    def __init__(self, interrupt: KeyboardInterrupt) -> None:
+        super().__init__("interrupted")
+        self.interrupt = interrupt
+
+
 class UsageCommand(typer.core.TyperCommand):
     """A command whose every argument error is printed with its usage line."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         """Parse as Click does; an error without a context gets this command's."""
         return _in_context(super().parse_args, ctx, args)
+
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command; Ctrl-C leaves as Interrupted.
+
+        Typer turns a KeyboardInterrupt into a bare exit 130: no "interrupted" line, and
+        no traceback under --debug.
+        """
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            raise Interrupted(exc) from None
 
 
 class UsageGroup(typer.core.TyperGroup):
@@ -175,6 +194,8 @@ def run(argv: list[str]) -> int:
 
     try:
         code = app(args=argv, prog_name="memwiki", standalone_mode=False)
+    except Interrupted as exc:  # main() says it and exits 130
+        raise exc.interrupt from None
     except typer.TyperException as exc:  # Click's usage errors (Typer vendors Click)
         show = getattr(exc, "show", None)
         if show is not None:
