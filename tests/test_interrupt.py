@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -156,6 +158,34 @@ def test_ctrl_c_of_retrieve_while_the_model_runs_never_aborts(tmp_path):
         else:
             assert (code, out, err) == (130, "", INTERRUPTED), f"after {extra} s"
     assert 130 in outcomes
+
+
+def test_ctrl_c_during_a_long_embedding_keeps_the_vectors_already_made(tmp_path):
+    """Bug: a Ctrl-C late in a long first build (minutes with the real model on a laptop)
+    threw away every vector made so far: the next command embedded them all again."""
+    env = env_for(tmp_path)  # the real ONNX model: slow enough to stop half way
+    wiki = build_wiki(tmp_path / "w", files=3).root
+    reindex(wiki, env)
+    for n in range(200):  # 200 new items, a few words each
+        (wiki / "memory" / f"fresh-{n}.md").write_text(
+            f"---\nname: fresh-{n}\ndescription: fresh {n}\n---\nzebra{n} quokka{n * 7}\n"
+        )
+    proc = start("--wiki", str(wiki), "reindex", env=env)
+    lines: list[str] = []
+    assert proc.stderr is not None
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+    reader.start()  # the whole of stderr, line by line, for the test below and for ctrl_c
+    wait_until(proc, lambda: any(re.search(r"embedding \d+/200 items", ln) for ln in lines),
+               "first embedded slice", limit=120)  # fmt: skip
+    os.killpg(proc.pid, signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    reader.join(timeout=10)
+    assert lines[-1] == INTERRUPTED
+    done = subprocess.run([sys.executable, "-m", "memwiki", "--wiki", str(wiki), "reindex"],
+                          env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    embedded = int(re.search(r"(\d+) items embedded", done.stdout)[1])
+    assert 0 < embedded <= 200 - 64, done.stdout  # at least the first slice was kept
 
 
 def slow_remote(tmp_path: Path, wiki: Path, env: dict) -> Path:
