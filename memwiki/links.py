@@ -2,7 +2,8 @@
 
 Resolution follows Obsidian: a bare `[[name]]` matches a note by file name anywhere in the
 vault, `[[folder/name]]` by the end of its path, `./` and `../` from the linking note's
-folder, all case-insensitively; `.md` may be written or left out. When several notes
+folder, all case-insensitively and whatever the Unicode normalization (note_key); `.md`
+may be written or left out. When several notes
 match, the one in the linking note's folder wins, then the shortest path. One deliberate
 addition: a name that matches no file resolves through the notes' `aliases` (Obsidian
 itself only offers aliases while typing a link and writes `[[note|alias]]`), so that an
@@ -15,6 +16,7 @@ import contextlib
 import os
 import posixpath
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -74,6 +76,17 @@ class Link:
 
 
 # ------------------------------------------------------------------ parsing
+
+
+def note_key(text: str) -> str:
+    """How a note's name or path is matched: lower-cased and in Unicode NFC.
+
+    macOS file systems and some editors write names decomposed (NFD: `cafe` + U+0301),
+    while typed text and `[[links]]` are usually composed (NFC: `caf\u00e9`); Linux keeps
+    the bytes as given, so `[[caf\u00e9]]` was a broken link to its own note. Only the
+    comparison is normalized: files keep their names, and targets are paths as on disk.
+    """
+    return unicodedata.normalize("NFC", text).lower()
 
 
 def parse_target(inner: str) -> tuple[str, str | None, str | None]:
@@ -210,11 +223,11 @@ class LinkIndex:
         self.parse_again: set[str] = set()  # notes lint parses itself (see Scanned)
         self._by_stem: dict[str, list[str]] = {}
         self._by_alias: dict[str, list[str]] = {}
-        self._files_lower: set[str] | None = None
+        self._file_keys: set[str] | None = None
         cache = LinkCache(wiki.sidecar / LINK_CACHE)
         scanned: dict[str, list[tuple[int, str, str, bool]]] = {}
         for rel in self.notes:
-            self._by_stem.setdefault(posixpath.basename(rel)[:-3].lower(), []).append(rel)
+            self._by_stem.setdefault(note_key(posixpath.basename(rel)[:-3]), []).append(rel)
             found = cache.get(self.root, rel)
             if found is None:
                 continue  # unreadable or too large: lint says so; no links, no aliases
@@ -222,7 +235,7 @@ class LinkIndex:
             if parse_again:
                 self.parse_again.add(rel)
             for alias in aliases:
-                self._by_alias.setdefault(alias.lower(), []).append(rel)
+                self._by_alias.setdefault(note_key(alias), []).append(rel)
         cache.save(self.notes)
         self.readable: set[str] = set(scanned)  # notes read now or known from the cache
         self.links: dict[str, list[Link]] = {}
@@ -244,7 +257,7 @@ class LinkIndex:
         """The note a link from source to name reaches, and whether only an alias matched."""
         if not name:
             return source, False  # [[#heading]]: a place in the note itself
-        key = name.lower()
+        key = note_key(name)
         if "/" not in key:
             found = self._by_stem.get(key)
             if found:
@@ -252,18 +265,18 @@ class LinkIndex:
             found = self._by_alias.get(key)
             return (_pick(source, found), True) if found else (None, False)
         if key.startswith(("./", "../")):
-            key = posixpath.normpath(posixpath.join(posixpath.dirname(source.lower()), key))
+            key = posixpath.normpath(posixpath.join(posixpath.dirname(note_key(source)), key))
             if key.startswith("../"):
                 return None, False  # outside the vault
             matches = [
-                p for p in self._by_stem.get(posixpath.basename(key), []) if p[:-3].lower() == key
+                p for p in self._by_stem.get(posixpath.basename(key), []) if note_key(p[:-3]) == key
             ]
         else:
             key = key.lstrip("/")
             matches = [
                 p
                 for p in self._by_stem.get(posixpath.basename(key), [])
-                if p[:-3].lower() == key or p[:-3].lower().endswith("/" + key)
+                if note_key(p[:-3]) == key or note_key(p[:-3]).endswith("/" + key)
             ]
         return (_pick(source, matches), False) if matches else (None, False)
 
@@ -273,10 +286,10 @@ class LinkIndex:
             return False
         if ext in ATTACHMENT_EXTS:
             return True
-        if self._files_lower is None:
-            self._files_lower = _other_files(self.root)
-        key = name.lower().lstrip("/")
-        return any(f == key or f.endswith("/" + key) for f in self._files_lower)
+        if self._file_keys is None:
+            self._file_keys = _other_files(self.root)
+        key = note_key(name).lstrip("/")
+        return any(f == key or f.endswith("/" + key) for f in self._file_keys)
 
     def outgoing(self, rel: str) -> list[Link]:
         """The links in one note, in file order."""
@@ -317,14 +330,14 @@ def _note_paths(wiki: Wiki, paths=None) -> list[str]:
 
 
 def _other_files(root) -> set[str]:
-    """Lower-cased relative paths of the non-markdown files outside dot-folders."""
+    """The relative paths (as note_key gives them) of the non-markdown files outside dot-folders."""
     found = set()
     for directory, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         rel = os.path.relpath(directory, root)
         for f in files:
             if not f.startswith(".") and not f.endswith(".md"):
-                found.add(posixpath.normpath(posixpath.join(rel.replace(os.sep, "/"), f)).lower())
+                found.add(note_key(posixpath.normpath(posixpath.join(rel.replace(os.sep, "/"), f))))
     return found
 
 

@@ -11,7 +11,7 @@ from . import markdown
 from . import recallfile as rfmod
 from .git.conflicts import find_conflict_copies
 from .index.listing import ListingCache
-from .links import LinkIndex, broken_links
+from .links import LinkIndex, broken_links, note_key
 from .recallfile import COPY_RE, Problem
 from .recallfile.stream import check_large
 
@@ -31,7 +31,7 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
     root = f"{wiki.root}{os.sep}"
     for track, path in notes:
         rel = str(path).removeprefix(root)
-        by_name[(track, path.stem.lower())].append(rel)
+        by_name[(track, note_key(path.stem))].append(rel)  # as a link names it
         if wanted is not None and rel not in wanted:
             continue
         copy = COPY_RE.match(path.name)

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import errno
 import sys
+from typing import TYPE_CHECKING
 
 from ..errors import MemwikiError, StorageError
 from ..index.progressive import process_start
+
+if TYPE_CHECKING:
+    from .argv import Globals
 
 INTERNAL_ERROR = 70
 INTERRUPTED = 130
@@ -37,17 +41,43 @@ _ENVIRONMENT = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPE
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `memwiki` console script."""
+    globals_: Globals | None = None  # scanned inside the try: Ctrl-C may come that early
+    try:
+        from .argv import scan_globals
+
+        globals_ = scan_globals(sys.argv[1:] if argv is None else list(argv))
+        return _run(globals_, argv is None)
+    except KeyboardInterrupt:  # Ctrl-C: one line, exit 130; every write is atomic
+        if globals_ is not None and globals_.debug:
+            import traceback
+
+            traceback.print_exc()
+        print("memwiki: interrupted", file=sys.stderr)
+        if argv is None:
+            # No interpreter teardown: the query's vector thread may still be inside
+            # onnxruntime, which then aborted the process ("terminate called without an
+            # active exception", SIGABRT) instead of exit 130.
+            leave_now(INTERRUPTED)
+        return INTERRUPTED
+    finally:
+        if argv is None:
+            # The command is over: a Ctrl-C in the interpreter's teardown killed the
+            # process by SIGINT (exit -2, no line) after it had done all its work.
+            import signal
+
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _run(globals_: Globals, leave: bool) -> int:
+    """The command line run: fast retrieve or Typer; every error as one line and its exit code."""
     from ..config import one_blas_thread
-    from .argv import scan_globals
 
     one_blas_thread()  # before numpy is imported
-
-    globals_ = scan_globals(sys.argv[1:] if argv is None else list(argv))
     try:
         from .fast import try_fast
 
         if try_fast(globals_):
-            if argv is None:
+            if leave:
                 leave_now()
             return 0
         from .app import run
@@ -55,9 +85,6 @@ def main(argv: list[str] | None = None) -> int:
         return run(globals_.typer_argv())
     except MemwikiError as exc:
         return _fail(exc.message, exc.exit_code, globals_.wants_json, globals_.debug)
-    except KeyboardInterrupt:
-        print("memwiki: interrupted", file=sys.stderr)
-        return INTERRUPTED
     except Exception as exc:  # a bug: one line unless --debug
         if isinstance(exc, OSError) and exc.errno in _ENVIRONMENT:
             # The machine said no (a full disk, a read-only mount, permissions): a
@@ -75,8 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(message, INTERNAL_ERROR, globals_.wants_json, globals_.debug, internal=True)
 
 
-def leave_now() -> None:
-    """End a retrieve or hook process as soon as its answer is out: flushed, then os._exit.
+def leave_now(code: int = 0) -> None:
+    """End a process as soon as its answer (or its "interrupted") is out: flushed, then os._exit.
 
     The interpreter's teardown (freeing the manifest, the posting lists, every module)
     took 30-60 ms of a 2,000-file retrieve, after the answer, while the agent waits for
@@ -85,13 +112,17 @@ def leave_now() -> None:
     closed before the answer, and no non-daemon thread is running.
     """
     import os
+    import signal
 
+    # The answer is out: a Ctrl-C now would only print "Exception ignored" tracebacks
+    # from whatever callback it lands in.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):  # the reader is gone: nothing more to say
-            os._exit(0)
-    os._exit(0)
+            os._exit(code)
+    os._exit(code)
 
 
 def _fail(message: str, code: int, as_json: bool, debug: bool, internal: bool = False) -> int:

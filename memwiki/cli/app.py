@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -24,7 +25,56 @@ from . import (
 from .context import state
 from .options import DEBUG, WIKI
 
+
+def _in_context(parse: Callable[..., list[str]], ctx: Any, args: list[str]) -> list[str]:
+    # Click's option parser raises "Option '-n' requires an argument." and "... does not
+    # take a value." without the command's context, so they were printed without the usage
+    # line every other argument error has (docs/reference.md, "Exit codes").
+    try:
+        return parse(ctx, args)
+    except typer.TyperException as exc:
+        if hasattr(exc, "ctx") and exc.ctx is None:
+            exc.ctx = ctx
+        raise
+
+
+class Interrupted(Exception):
+    """Ctrl-C inside a command, carried past Typer to memwiki.cli.main (see UsageCommand.invoke)."""
+
+    def __init__(self, interrupt: KeyboardInterrupt) -> None:
+        super().__init__("interrupted")
+        self.interrupt = interrupt
+
+
+class UsageCommand(typer.core.TyperCommand):
+    """A command whose every argument error is printed with its usage line."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Parse as Click does; an error without a context gets this command's."""
+        return _in_context(super().parse_args, ctx, args)
+
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command; Ctrl-C leaves as Interrupted.
+
+        Typer turns a KeyboardInterrupt into a bare exit 130: no "interrupted" line, and
+        no traceback under --debug.
+        """
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            raise Interrupted(exc) from None
+
+
+class UsageGroup(typer.core.TyperGroup):
+    """A command group whose every argument error is printed with its usage line."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Parse as Click does; an error without a context gets this group's."""
+        return _in_context(super().parse_args, ctx, args)
+
+
 app = typer.Typer(
+    cls=UsageGroup,
     help="Long-term memory for AI coding agents: markdown RecallFiles in git, hybrid retrieval.",
     no_args_is_help=True,
     add_completion=False,
@@ -125,11 +175,11 @@ GROUPS: list[tuple[str, str, list[Command]]] = [
 ]
 
 for _name, _function in COMMANDS:
-    app.command(_name)(_function)
+    app.command(_name, cls=UsageCommand)(_function)
 for _group, _help, _commands in GROUPS:
-    _sub = typer.Typer(help=_help, no_args_is_help=True)
+    _sub = typer.Typer(help=_help, no_args_is_help=True, cls=UsageGroup)
     for _name, _function in _commands:
-        _sub.command(_name)(_function)
+        _sub.command(_name, cls=UsageCommand)(_function)
     app.add_typer(_sub, name=_group)
 
 
@@ -144,6 +194,8 @@ def run(argv: list[str]) -> int:
 
     try:
         code = app(args=argv, prog_name="memwiki", standalone_mode=False)
+    except Interrupted as exc:  # main() says it and exits 130
+        raise exc.interrupt from None
     except typer.TyperException as exc:  # Click's usage errors (Typer vendors Click)
         show = getattr(exc, "show", None)
         if show is not None:

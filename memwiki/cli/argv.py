@@ -36,9 +36,15 @@ class Globals:
     wiki: str | None
     debug: bool
     rest: list[str]
+    # A --wiki/-w that ended the command line without its value (it is also in rest).
+    dangling: str | None = None
 
     def typer_argv(self) -> list[str]:
         """argv with the global options in front, where the Typer application reads them."""
+        if self.dangling is not None:
+            # Alone, so that the root reports its missing value; after the command it
+            # was "No such option: --wiki", as if the global option did not exist there.
+            return [self.dangling]
         front = [WIKI_FLAGS[0], self.wiki] if self.wiki is not None else []
         return front + ([DEBUG_FLAG] if self.debug else []) + self.rest
 
@@ -87,4 +93,5 @@ def scan_globals(argv: list[str]) -> Globals:
         else:
             rest.append(arg)
         i += 1
-    return Globals(wiki, debug, rest)
+    dangling = rest[-1] if rest and rest[-1] in WIKI_FLAGS and "--" not in rest else None
+    return Globals(wiki, debug, rest, dangling)

@@ -1,8 +1,9 @@
 """`memwiki retrieve` without Typer: the agent hot path, run as a cold process before every answer.
 
 Importing Typer (and the pydantic it brings) costs about 90 ms, a third of a BM25-only
-retrieval; this module parses the same options with argparse. `--help` still goes
-through Typer, so the documented interface stays in one place (index_cmds.retrieve).
+retrieval; this module parses the same options with argparse. `--help` and usage errors
+still go through Typer, so the documented interface and the way a mistake is reported
+stay in one place (index_cmds.retrieve, app.run).
 Both parsers take the global options from argv.scan_globals and the defaults from
 argv.RETRIEVE, and tests check that they agree.
 """
@@ -20,15 +21,21 @@ if TYPE_CHECKING:
     from argparse import Namespace
 
 
-def parse_retrieve(args: list[str]) -> Namespace:
-    """The options of `memwiki retrieve`, as index_cmds.retrieve defines them."""
+def parse_retrieve(args: list[str]) -> Namespace | None:
+    """The options of `memwiki retrieve`, as index_cmds.retrieve defines them; None if they are wrong.
+
+    A mistake is left to Typer (try_fast returns False), which prints the usage line and
+    the error every other command prints for the same mistake, with the same exit code;
+    Typer is imported only then, never on the way to an answer.
+    """
     import argparse
 
-    from ..errors import InvalidInput
+    class Wrong(Exception):
+        pass
 
     class Parser(argparse.ArgumentParser):
-        def error(self, message: str):  # one line, exit code 2, like every usage error
-            raise InvalidInput(f"retrieve: {message}")
+        def error(self, message: str):  # argparse would print its own usage and exit
+            raise Wrong(message)
 
     p = Parser(prog="memwiki retrieve", add_help=False, allow_abbrev=False)
     p.add_argument("query")
@@ -40,7 +47,10 @@ def parse_retrieve(args: list[str]) -> Namespace:
     p.add_argument("--files", action="store_true")
     p.add_argument("--project", default=RETRIEVE.project)
     p.add_argument("--deadline", type=int, default=None)
-    return p.parse_args(args)
+    try:
+        return p.parse_args(args)
+    except Wrong:
+        return None
 
 
 def run_retrieve(
@@ -161,9 +171,11 @@ def try_fast(globals_: Globals) -> bool:
 
         run_hook_process(lambda: load({"wiki": globals_.wiki}), process_started())
         return True
-    if globals_.command != "retrieve" or globals_.wants_help:
+    if globals_.command != "retrieve" or globals_.wants_help or globals_.dangling is not None:
         return False
     opts = parse_retrieve(globals_.rest[1:])
+    if opts is None:  # a usage error: Typer says it as it says it for every command
+        return False
     run_retrieve(
         globals_.wiki,
         opts.query,

@@ -180,7 +180,7 @@ def run_git(args: list[str], config, cwd: Path | None = None) -> GitRun:
     sel.register(proc.stdout, selectors.EVENT_READ, out)
     sel.register(proc.stderr, selectors.EVENT_READ, err)
     last = time.monotonic()
-    stalled = False
+    stalled = interrupted = False
     try:
         while sel.get_map():
             events = sel.select(timeout=min(1.0, limit))
@@ -194,10 +194,15 @@ def run_git(args: list[str], config, cwd: Path | None = None) -> GitRun:
             if time.monotonic() - last > limit:
                 stalled = True
                 break
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
         sel.close()
-        if (stalled or proc.poll() is None) and stalled:
+        if stalled:
             _kill(proc)
+        elif interrupted:
+            _interrupt(proc)
         try:
             proc.wait(timeout=limit + 5)
         except subprocess.TimeoutExpired:
@@ -211,6 +216,19 @@ def run_git(args: list[str], config, cwd: Path | None = None) -> GitRun:
     if stalled:
         raise NetworkTimeout(limit)
     return result
+
+
+def _interrupt(proc: subprocess.Popen) -> None:
+    """Ctrl-C passed on to git, which runs in a session of its own and so never saw it.
+
+    Without it memwiki waited for a slow fetch or push to end (up to the timeout) before
+    it said "interrupted". SIGINT, as a terminal sends it, lets git remove its lock files.
+    """
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=3)
+    except (OSError, subprocess.TimeoutExpired):
+        _kill(proc)
 
 
 def _kill(proc: subprocess.Popen) -> None:

@@ -98,30 +98,50 @@ def by_length(texts: list[str]) -> list[int]:
     return sorted(range(len(texts)), key=lambda i: -len(texts[i]))
 
 
-def embed_with_progress(embedder, texts: list[str], notify=None) -> np.ndarray:
+def embed_with_progress(embedder, texts: list[str], notify=None, keep=None) -> np.ndarray:
     """Embed texts; large jobs report progress on stderr.
 
     A terminal gets a rich bar; anything else (a log, an agent's pipe) gets plain lines
     through notify, every 10% or every 5 seconds, whichever comes first, so that a
-    long first build never looks like a hang. notify=None: silent.
+    long first build never looks like a hang. notify=None: silent. keep(positions,
+    vectors) is given the finished slices when a Ctrl-C stops the work.
     """
+    if len(texts) <= EMBED_BATCH or notify is None:
+        return np.asarray(embedder.embed(texts), dtype=np.float32)
+    filled = Filled()
+    try:
+        return _embed_in_slices(embedder, texts, notify, filled)
+    except KeyboardInterrupt:
+        # A Ctrl-C late in a long first build (minutes on a laptop) threw every vector
+        # away, and the next command embedded them all again.
+        if keep is not None and filled.positions and filled.out is not None:
+            keep(filled.positions, filled.out[filled.positions])
+        raise
+
+
+class Filled:
+    """The matrix embed_with_progress fills, and the positions filled so far."""
+
+    def __init__(self) -> None:
+        self.out: np.ndarray | None = None
+        self.positions: list[int] = []
+
+
+def _embed_in_slices(embedder, texts: list[str], notify, filled: Filled) -> np.ndarray:
     import sys
     import time
 
-    if len(texts) <= EMBED_BATCH or notify is None:
-        return np.asarray(embedder.embed(texts), dtype=np.float32)
     total = len(texts)
     order = by_length(texts)
     step = min(4 * EMBED_BATCH, max(EMBED_BATCH, total // 10))
-    out: np.ndarray | None = None
 
     def run(start: int) -> int:
-        nonlocal out
         idx = order[start : start + step]
         vecs = np.asarray(embedder.embed([texts[i] for i in idx]), dtype=np.float32)
-        if out is None:
-            out = np.empty((total, vecs.shape[1]), dtype=np.float32)
-        out[idx] = vecs
+        if filled.out is None:
+            filled.out = np.empty((total, vecs.shape[1]), dtype=np.float32)
+        filled.out[idx] = vecs
+        filled.positions.extend(idx)
         return len(idx)
 
     if sys.stderr.isatty():
@@ -132,8 +152,8 @@ def embed_with_progress(embedder, texts: list[str], notify=None) -> np.ndarray:
             task = progress.add_task("embedding", total=total)
             for start in range(0, total, step):
                 progress.advance(task, run(start))
-        assert out is not None
-        return out
+        assert filled.out is not None
+        return filled.out
     done = 0
     started = last_time = time.monotonic()
     last_share = 0
@@ -149,5 +169,5 @@ def embed_with_progress(embedder, texts: list[str], notify=None) -> np.ndarray:
             )
             last_time, last_share = now, share
     notify(f"embedded {total} items in {time.monotonic() - started:.1f} s")
-    assert out is not None
-    return out
+    assert filled.out is not None
+    return filled.out

@@ -241,7 +241,12 @@ def vector_block(
             if row.sha not in known and row.sha not in texts:
                 texts[row.sha] = by_sha.get(row.sha) or embed_text_of(root, row)
         if texts:
-            fresh = embed_with_progress(embedder, list(texts.values()), notify)
+            shas = list(texts)
+
+            def keep(positions: list[int], vecs: np.ndarray) -> None:  # on Ctrl-C
+                cache.add([shas[i] for i in positions], vecs)
+
+            fresh = embed_with_progress(embedder, list(texts.values()), notify, keep)
             known.update(zip(texts, fresh, strict=True))
     missing = set(plan.unembedded)
     for n in todo:
