@@ -155,13 +155,12 @@ class VectorJob:
             return None
         if self.embedder is None:
             return None
-        state = snap.state
-        if state.vectors_file is None:
-            self.reason = "BM25 only: vectors are being built"
-            return None
-        if state.embedder != self.index.model_key(self.embedder):
-            self.model_mismatch = True
-            self.reason = "BM25 only: vectors are being rebuilt for another model"
+        from .vector_search import mismatch
+
+        why = mismatch(snap.state, self.index.model_key(self.embedder))
+        if why:
+            self.model_mismatch = snap.state.vectors_file is not None
+            self.reason = why
             return None
         try:
             return search_fn(snap, self.qvec)

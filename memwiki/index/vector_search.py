@@ -62,6 +62,20 @@ def blocks_of(key: dict | None) -> tuple[int, ...] | None:
     return (int(key["dim"]) // parts,) * parts if parts > 1 else None
 
 
+def mismatch(state, key: dict) -> str:
+    """Why state's vectors cannot answer a query embedded by the model of key ("" when they can).
+
+    Vectors of one model never score another model's query (DESIGN.md, invariant 4): the
+    two may even share a dimension (MiniLM and the hash embedder both have 384), so a
+    mixed product runs and ranks by noise.
+    """
+    if state.vectors_file is None:
+        return "BM25 only: vectors are being built"
+    if state.embedder != key:
+        return "BM25 only: vectors are being rebuilt for another model"
+    return ""
+
+
 def query_vector(embedder, query: str):
     """The query's vector (embed_query where the embedder embeds queries differently)."""
     from ..embed import embed_query

@@ -1,0 +1,73 @@
+"""Switching the embedder (embed = onnx, hash, none, back): every answer says what it used,
+one model's vectors never score another model's query, and switching back reuses vectors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from memwiki.config import load
+from memwiki.wiki import Wiki
+
+NOTES = {
+    "release": "Cut a release: run the checks, tag it, deploy with Argo CD.",
+    "webhook": "Rotate the webhook secret every quarter and update the vault.",
+    "staging": "The staging cluster mirrors production; reset it on Mondays.",
+}
+
+
+def make_wiki(root) -> Wiki:
+    wiki, _ = Wiki.init(root)
+    for name, body in NOTES.items():
+        (wiki.root / "memory" / f"{name}.md").write_text(
+            f"---\nname: {name}\ndescription: about {name}\n---\n# {name}\n{body}\n"
+        )
+    return wiki
+
+
+def config(wiki: Wiki, embed: str, tmp_path):
+    return load({"wiki": str(wiki.root)}, environ={"HOME": str(tmp_path), "MEMWIKI_EMBED": embed})
+
+
+def open_with(wiki: Wiki, embed: str, tmp_path) -> Wiki:
+    return Wiki.open(wiki.root, config(wiki, embed, tmp_path))
+
+
+def hold_the_writer_lock(wiki: Wiki) -> subprocess.Popen:
+    lock = str(wiki.sidecar / "index.lock")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from memwiki.lock import FileLock; import time; "
+            f"l = FileLock({lock!r}); l.acquire(); print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_a_stale_index_of_another_model_never_scores_the_query(tmp_path):
+    """Bug: while another process held the writer lock, a library retrieve (no deadline)
+    answered from the last index, whose vectors were the hash embedder's, with the MiniLM
+    query vector (both 384 dims): mode "hybrid", embedder "hash", ranks by noise."""
+    wiki = make_wiki(tmp_path / "w")
+    open_with(wiki, "hash", tmp_path).retrieve("webhook secret", notify=lambda m: None)
+    holder = hold_the_writer_lock(wiki)
+    try:
+        messages: list[str] = []
+        result = open_with(wiki, "onnx", tmp_path).retrieve(
+            "rotating credentials", notify=messages.append
+        )
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.index["stale"] is True and any("slightly behind" in m for m in messages)
+    assert result.mode == "bm25" and result.index["embedder"] is None
+    assert result.index["note"] == "BM25 only: vectors are being rebuilt for another model"
+    # once the lock is free the vectors are rebuilt for the model asked for
+    again = open_with(wiki, "onnx", tmp_path).retrieve("rotating credentials", notify=print)
+    assert again.mode == "hybrid" and again.index["embedder"]["provider"] == "onnx"
+    assert again.paths()[0] == "memory/webhook.md"
