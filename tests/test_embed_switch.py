@@ -71,3 +71,50 @@ def test_a_stale_index_of_another_model_never_scores_the_query(tmp_path):
     again = open_with(wiki, "onnx", tmp_path).retrieve("rotating credentials", notify=print)
     assert again.mode == "hybrid" and again.index["embedder"]["provider"] == "onnx"
     assert again.paths()[0] == "memory/webhook.md"
+
+
+def reindex(wiki: Wiki, embed: str, tmp_path, full: bool = False):
+    from memwiki.index.indexer import Index
+
+    return Index(wiki, config(wiki, embed, tmp_path), notify=lambda m: None).update(full=full)
+
+
+def vectors_of(wiki: Wiki, embed: str, tmp_path):
+    import numpy as np
+
+    from memwiki.index.indexer import Index
+
+    snap = Index(wiki, config(wiki, embed, tmp_path), notify=lambda m: None).snapshot()
+    rows = snap.state.rows
+    return snap.state.embedder, {
+        rows[n].sha: np.asarray(snap.matrix()[n]) for n in range(len(rows))
+    }
+
+
+def test_switching_back_to_a_model_reuses_its_vectors(tmp_path):
+    """Bug: a switch to another model dropped the first model's vectors (and an edit under
+    the second emptied the cache of the first), so switching back embedded the whole wiki
+    again: minutes for a few thousand files."""
+    import numpy as np
+
+    wiki = make_wiki(tmp_path / "w")
+    assert reindex(wiki, "onnx", tmp_path).embedded == 3
+    assert reindex(wiki, "hash", tmp_path).embedded == 3
+    with (wiki.root / "memory" / "staging.md").open("a") as fh:
+        fh.write("Staging resets also clear the queue.\n")
+    assert reindex(wiki, "hash", tmp_path).embedded == 1
+    assert reindex(wiki, "onnx", tmp_path).embedded == 1  # only the text edited meanwhile
+    assert reindex(wiki, "hash", tmp_path).embedded == 0
+    assert reindex(wiki, "none", tmp_path).embedded == 0
+    assert reindex(wiki, "onnx", tmp_path).embedded == 0
+    key, vectors = vectors_of(wiki, "onnx", tmp_path)
+    assert key["provider"] == "onnx"
+    # the reused vectors are this model's own: the same as a build from nothing
+    fresh = make_wiki(tmp_path / "fresh")
+    (fresh.root / "memory" / "staging.md").write_bytes(
+        (wiki.root / "memory" / "staging.md").read_bytes()
+    )
+    assert reindex(fresh, "onnx", tmp_path).embedded == 3
+    fresh_key, fresh_vectors = vectors_of(fresh, "onnx", tmp_path)
+    assert fresh_key == key and fresh_vectors.keys() == vectors.keys()
+    assert all(np.array_equal(vectors[sha], vec) for sha, vec in fresh_vectors.items())

@@ -2,29 +2,44 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
+import shutil
 from pathlib import Path
 
 import numpy as np
 
 CACHE_LIMIT = 50_000  # vectors kept for texts no longer in the wiki
 MAX_CHUNKS = 32
+#: Models whose vectors are kept (each in its own folder, at most CACHE_LIMIT vectors):
+#: the one in use and the last ones switched away from, so that switching back (embed =
+#: onnx -> ensemble -> onnx) takes their vectors instead of embedding the wiki again.
+MODELS_KEPT = 3
+
+
+def folder_of(model_key: dict) -> str:
+    """The cache folder of one {provider, model, dim}."""
+    text = json.dumps(model_key, sort_keys=True)
+    return "model-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 class EmbeddingCache:
     """sha256 of an item's text -> its vector, for one {provider, model, dim}.
 
     The vector segments already hold the vectors of every item in the wiki; this cache
-    keeps the ones that left it (an edit, a branch switch, a deleted file), and the
-    background build's work in progress, so that text coming back is never embedded
-    twice. It is a folder of chunk pairs: `chunk-N.keys.npy` (the shas) and
-    `chunk-N.vecs.npy` (their vectors, same order). An update appends one pair; a lookup
-    reads only the keys and maps the vectors it needs, so its cost does not grow with
-    the vectors' size.
+    keeps the ones that left it (an edit, a branch switch, a deleted file, a switch to
+    another model), and the background build's work in progress, so that text coming
+    back is never embedded twice. Each model has a folder (folder_of) of chunk pairs:
+    `chunk-N.keys.npy` (the shas) and `chunk-N.vecs.npy` (their vectors, same order). An
+    update appends one pair; a lookup reads only the keys and maps the vectors it needs,
+    so its cost does not grow with the vectors' size.
     """
 
     def __init__(self, directory: Path, model_key: dict):
-        self.directory = directory
+        self.root = directory
+        self.directory = directory / folder_of(model_key)
         self.model_key = model_key
 
     def _chunks(self) -> list[Path]:
@@ -39,7 +54,10 @@ class EmbeddingCache:
 
     def lookup(self, shas: list[str]) -> dict[str, np.ndarray]:
         """The cached vectors among shas."""
-        if not shas or not self._valid():
+        if not shas:
+            return {}
+        self._adopt_legacy()
+        if not self._valid():
             return {}
         wanted = np.array(sorted(set(shas)), dtype="S64")
         found: dict[str, np.ndarray] = {}
@@ -63,17 +81,49 @@ class EmbeddingCache:
             return
         from ..fsutil import atomic_write_text
 
+        self._adopt_legacy()
         self.directory.mkdir(parents=True, exist_ok=True)
         if not self._valid():
             for stale in self.directory.glob("chunk-*"):
                 stale.unlink(missing_ok=True)
             atomic_write_text(self.directory / "model.json", json.dumps(self.model_key))
-        for legacy in self.directory.glob("chunk-*.npz"):  # the format before keys files
-            legacy.unlink(missing_ok=True)
         chunks = self._chunks()
         self._write(_seq(chunks[-1]) + 1 if chunks else 0, shas, vecs)
         if len(chunks) + 1 > MAX_CHUNKS:
             self._compact()
+        self._forget_old_models()
+
+    def _adopt_legacy(self) -> None:
+        """The layout before per-model folders (chunks beside one model.json in the cache
+        folder itself): this model's chunks move into its folder, another model's go."""
+        legacy = self.root / "model.json"
+        if not legacy.is_file():  # one stat on a lookup's path
+            return
+        try:
+            mine = json.loads(legacy.read_text()) == self.model_key
+        except (OSError, ValueError):
+            mine = False
+        with contextlib.suppress(OSError):  # a racing process may have moved them first
+            if mine and not self.directory.exists():
+                self.directory.mkdir(parents=True, exist_ok=True)
+                for chunk in self.root.glob("chunk-*.npy"):
+                    os.replace(chunk, self.directory / chunk.name)
+                os.replace(legacy, self.directory / "model.json")
+        for stale in self.root.glob("chunk-*"):  # and the older .npz chunks
+            stale.unlink(missing_ok=True)
+        legacy.unlink(missing_ok=True)
+
+    def _forget_old_models(self) -> None:
+        """Keep the folders of the MODELS_KEPT models written most recently (this one too)."""
+        os.utime(self.directory)  # written now, even if only into existing chunks' names
+        folders = []
+        for folder in self.root.glob("model-*"):
+            with contextlib.suppress(OSError):
+                folders.append((folder.stat().st_mtime_ns, folder))
+        folders.sort(reverse=True)
+        for _, folder in folders[MODELS_KEPT:]:
+            if folder != self.directory:
+                shutil.rmtree(folder, ignore_errors=True)
 
     def _write(self, seq: int, shas: list[str], vecs) -> None:
         from ..fsutil import atomic_write

@@ -270,6 +270,8 @@ def write_vectors(
     block, rows, dim = got.block, plan.rows, key["dim"]
     if got.old_matrix is not None:
         _cache_departed(got.cache, old, plan, got.old_matrix)
+    elif old is not None and old.segments and old.embedder not in (None, key):
+        _cache_other_model(directory, old)
     new.embedder = key
     new.unembedded_slots = set(got.missing)
     new.changed()
@@ -318,6 +320,23 @@ def _held_vectors(old, wanted: set[str], old_matrix) -> dict[str, np.ndarray]:
         return {}
     vecs = old_matrix.physical(np.asarray(list(found.values()), dtype=np.int64))
     return dict(zip(found, vecs, strict=True))
+
+
+def _cache_other_model(directory: Path, old) -> None:
+    """The vectors of the model switched away from go to its cache (at most CACHE_LIMIT):
+    switching back takes them instead of embedding the wiki again. Damaged ones are not
+    kept; the new model's vectors are written either way."""
+    from .embedding_cache import CACHE_LIMIT
+
+    try:
+        matrix = open_matrix(directory, old)
+        rows, skip = old.rows, old.unembedded
+        live = [n for n in range(len(rows)) if n not in skip][:CACHE_LIMIT]
+        if live:
+            vecs = np.asarray(matrix[np.asarray(live, dtype=np.int64)], dtype=np.float32)
+            EmbeddingCache(directory / "cache", old.embedder).add([rows[n].sha for n in live], vecs)
+    except (OSError, ValueError):
+        return
 
 
 def _cache_departed(cache, old, plan, old_matrix) -> None:
