@@ -130,7 +130,25 @@ def _index(wiki, config):
     detail = f"{stale}; {len(state.files) - len(skipped)} files, {len(state.rows)} items"
     if skipped:
         detail += f"; {len(skipped)} not indexed ({skipped[0]}{' …' if len(skipped) > 1 else ''})"
-    return index, Check("index", True, detail)
+    if snap.pending:
+        detail += f"; {snap.pending} items without a vector (BM25 finds them)"
+    damaged = _damaged_vectors(snap)
+    if damaged:
+        detail += f"; {damaged} damaged vectors: run `memwiki reindex --full` to embed them again"
+    return index, Check("index", not damaged, detail)
+
+
+def _damaged_vectors(snap) -> int:
+    """Rows whose stored vector is not a unit vector (a segment zeroed or overwritten)."""
+    try:
+        matrix = snap.matrix()
+    except (OSError, ValueError):
+        return 0  # a segment of the wrong shape is found and rebuilt by the index itself
+    if matrix is None:
+        return 0
+    from .index.vectors import damaged_rows
+
+    return damaged_rows(matrix, snap.state)
 
 
 def _embedder(index) -> Check:

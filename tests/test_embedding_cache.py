@@ -17,7 +17,9 @@ def shas(n: int, salt: str) -> list[str]:
 
 
 def vectors(n: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).standard_normal((n, 8)).astype(np.float32)
+    """Unit rows, as every embedder writes them (the cache refuses any other row)."""
+    raw = np.random.default_rng(seed).standard_normal((n, 8))
+    return (raw / np.linalg.norm(raw, axis=1, keepdims=True)).astype(np.float32)
 
 
 def test_chunks_round_trip_and_compact(tmp_path):
@@ -181,3 +183,25 @@ def test_the_layout_before_model_folders_is_adopted(tmp_path):
     found = EmbeddingCache(folder, KEY).lookup(keys)
     assert np.array_equal(np.stack([found[k] for k in keys]), vectors(3, 4))
     assert not list(folder.glob("chunk-*")) and not (folder / "model.json").exists()
+
+
+def test_a_chunk_damaged_behind_a_sound_header_is_never_a_vector(tmp_path):
+    """Bug: a chunk whose header survived but whose data did not (zeroed, overwritten,
+    another width) was used as it was: NaN, zero or long rows were copied into the index
+    as vectors, and a chunk of another width failed every later update (exit 70)."""
+    key = {**KEY, "dim": 8}
+    cache = EmbeddingCache(tmp_path / "cache", key)
+    good, wide, nan, zero, long = (shas(2, s) for s in ("good", "wide", "nan", "zero", "long"))
+    unit = vectors(2, 1)
+    for keys in (good, wide, nan, zero, long):
+        cache.add(keys, unit)
+    chunks = sorted(cache.directory.glob("chunk-*.vecs.npy"))
+    np.save(chunks[1], np.ones((2, 3), dtype=np.float32) / np.sqrt(3))
+    np.save(chunks[2], np.full((2, 8), np.nan, dtype=np.float32))
+    np.save(chunks[3], np.zeros((2, 8), dtype=np.float32))
+    np.save(chunks[4], unit * 40)
+    found = cache.lookup(good + wide + nan + zero + long)
+    assert set(found) == set(good)
+    for n in range(MAX_CHUNKS):  # past a compaction, which merges the damaged chunks too
+        cache.add(shas(1, f"later{n}"), unit[:1])
+    assert set(cache.lookup(good + wide + nan + zero + long)) == set(good)

@@ -19,6 +19,23 @@ MAX_CHUNKS = 32
 MODELS_KEPT = 3
 
 
+#: How far from 1 a stored vector's length may be: every embedder writes unit rows (float32
+#: rounding moves them by about 1e-7); anything else is damage, never a vector to use.
+UNIT_TOLERANCE = 1e-3
+
+
+def sound_rows(vecs: np.ndarray) -> np.ndarray:
+    """Which rows are unit vectors, as every embedder writes them (a bool per row).
+
+    A file whose header is intact but whose data was zeroed or overwritten loads without
+    an error; its rows would be copied into the index as vectors (NaN, zero, or long
+    enough to outscore every real match).
+    """
+    with np.errstate(all="ignore"):
+        norms = np.linalg.norm(np.asarray(vecs, dtype=np.float64), axis=-1)
+    return np.abs(norms - 1.0) <= UNIT_TOLERANCE
+
+
 def folder_of(model_key: dict) -> str:
     """The cache folder of one {provider, model, dim}."""
     text = json.dumps(model_key, sort_keys=True)
@@ -67,8 +84,12 @@ class EmbeddingCache:
                 hits = np.flatnonzero(np.isin(keys, wanted))
                 if len(hits):
                     vecs = np.load(_vecs_of(keys_file), mmap_mode="r", allow_pickle=False)
-                    for i in hits:
-                        found.setdefault(keys[i].decode(), np.array(vecs[i], dtype=np.float32))
+                    if vecs.shape != (len(keys), self.model_key["dim"]):
+                        continue  # damaged or foreign: a wrong width once failed every update
+                    rows = np.array(vecs[hits], dtype=np.float32)
+                    for i, row, ok in zip(hits, rows, sound_rows(rows), strict=True):
+                        if ok:
+                            found.setdefault(keys[i].decode(), row)
             except Exception:  # a damaged chunk is only lost cache
                 continue
             if len(found) == len(wanted):
@@ -164,6 +185,8 @@ class EmbeddingCache:
                 vecs = np.load(_vecs_of(keys_file), allow_pickle=False)
             except Exception:  # a damaged chunk is only lost cache
                 continue
+            if vecs.shape != (len(keys), self.model_key["dim"]):
+                continue  # as in lookup: stacked with the others it would fail every add
             vectors.update(zip(keys.tolist(), vecs, strict=True))
         keys = list(vectors)[-limit:] if limit is not None else list(vectors)
         if keys:

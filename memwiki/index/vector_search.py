@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from .indexer import Snapshot
 
 MIN_COSINE = 0.15  # below this a vector-only hit is noise, not a match
+#: A cosine of unit rows is within 1 plus float32 rounding; a segment overwritten behind a
+#: sound header gives rows far longer (doctor reports them, `reindex --full` repairs them).
+UNIT_SLACK = 1e-3
 
 
 def vector_scores(matrix, qvec, blocks: tuple[int, ...] | None = None, valid=None):
@@ -96,7 +99,10 @@ def vector_hits(snap: Snapshot, qvec, track: str | None, n: int) -> list[tuple[i
     if snap.state.unembedded:
         valid = np.ones(len(snap.state.rows), dtype=bool)
         valid[sorted(snap.state.unembedded)] = False
-    scores = vector_scores(matrix, qvec, blocks_of(snap.state.embedder), valid)
+    blocks = blocks_of(snap.state.embedder)
+    scores = vector_scores(matrix, qvec, blocks, valid)
+    if not blocks:  # unit rows give cosines; beyond 1 a row is damage, not a best match
+        scores = np.where(np.abs(scores) <= 1.0 + UNIT_SLACK, scores, -np.inf)
     mask = valid
     if track:
         on_track = np.array(snap.state.rows.track_mask(track), dtype=bool)
