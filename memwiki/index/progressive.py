@@ -175,6 +175,8 @@ def vectors_need_work(snap, job: VectorJob | None, config) -> bool:
 
     if not snap.state.rows or not embedding_configured(config):
         return False
+    if job is not None and job.no_embedder:  # the model cannot load: a build could not either
+        return False
     if job is not None and job.model_mismatch:
         return True
     return snap.pending > 0
