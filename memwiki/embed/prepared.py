@@ -86,12 +86,21 @@ def find(cache_dir: Path, source_sha256: str) -> Path | None:
 
 
 def unusable(cache_dir: Path, source_sha256: str) -> bool:
-    """True when preparation was tried for this source and onnxruntime and did not match."""
+    """True when preparation was tried for this source and onnxruntime and did not match.
+
+    Only a verdict that names them both counts: any other prepared.json saying "usable":
+    false (damaged, hand-edited) once stopped the copy from ever being written again.
+    """
     try:
         meta = json.loads((Path(cache_dir) / key(source_sha256) / META).read_text("utf-8"))
     except (OSError, ValueError):
         return False
-    return isinstance(meta, dict) and meta.get("usable") is False
+    return (
+        isinstance(meta, dict)
+        and meta.get("usable") is False
+        and meta.get("source_sha256") == source_sha256
+        and meta.get("onnxruntime") == ort.__version__
+    )
 
 
 def writable(cache_dir: Path) -> bool:
