@@ -121,6 +121,7 @@ def _index(wiki, config):
     try:
         before, problem = index.committed_state()
         changes, _ = st.scan(wiki.root, before) if before else (None, None)
+        was = dict(before.embedder or {}) if before else {}
         snap = index.snapshot(need_vectors=True)
     except Exception as exc:
         return None, Check("index", False, f"cannot build the index: {type(exc).__name__}: {exc}")
@@ -130,6 +131,9 @@ def _index(wiki, config):
     detail = f"{stale}; {len(state.files) - len(skipped)} files, {len(state.rows)} items"
     if skipped:
         detail += f"; {len(skipped)} not indexed ({skipped[0]}{' …' if len(skipped) > 1 else ''})"
+    now = state.embedder or {}
+    if was and now and was != now:  # the embed setting changed since the last index
+        detail += f"; vectors rebuilt for {now.get('model')} (were {was.get('model')}'s)"
     if snap.pending:
         detail += f"; {snap.pending} items without a vector (BM25 finds them)"
     damaged = _damaged_vectors(snap)

@@ -207,3 +207,19 @@ def test_another_model_in_a_folder_of_the_same_name_rebuilds_the_vectors(tmp_pat
     stored = np.asarray(snap.matrix()[:])
     np.testing.assert_allclose(stored, v2.embed(texts), atol=1e-6)  # v2's own vectors
     assert not np.allclose(stored, v1.embed(texts), atol=1e-3)
+
+
+def test_doctor_says_when_it_rebuilt_the_vectors_for_another_model(tmp_path, run_memwiki):
+    """Bug: after `embed` changed, doctor re-embedded the whole wiki for the new model and
+    called the index "fresh" without a word about it."""
+    wiki = make_wiki(tmp_path / "w")
+    w = ["--wiki", wiki.root]
+    assert run_memwiki(*w, "reindex", env={"MEMWIKI_EMBED": "hash"}).returncode == 0
+    doctor = run_memwiki(*w, "doctor")
+    assert doctor.returncode == 0, doctor.stdout
+    line = next(x for x in doctor.stdout.splitlines() if x.startswith("ok    index"))
+    assert line.endswith(
+        "fresh; 3 files, 3 items; vectors rebuilt for all-MiniLM-L6-v2-int8 (were feature-hash-v1's)"
+    )
+    again = run_memwiki(*w, "doctor")
+    assert "rebuilt" not in again.stdout
