@@ -189,6 +189,32 @@ def test_a_preparer_killed_half_way_leaves_no_half_copy(tmp_path):
     assert [p.name for p in cache.iterdir()] == [copy_dir(cache).name]
 
 
+def test_a_killed_preparers_leftovers_go_once_another_wrote_the_copy(tmp_path):
+    """Bug: the temporary folder of a preparer killed half way (up to 90 MB) was removed
+    only by a later preparation; once another process had written the copy nothing
+    prepared again, so it stayed for good."""
+    cache = tmp_path / "cache"
+    leftovers: list[Path] = []
+    for _ in range(5):  # the kill must land before the rename: try again if it did not
+        proc = subprocess.Popen([sys.executable, "-c", PREPARE, str(cache)])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(cache.glob(".prepare-*/*")):
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        leftovers = list(cache.glob(".prepare-*"))
+        if leftovers:
+            break
+        shutil.rmtree(cache)
+    assert leftovers
+    assert prepare_model(config(tmp_path, cache))  # the copy: the leftovers are too young
+    assert all(old.exists() for old in leftovers)
+    for old in leftovers:  # ... until they are old enough to be abandoned for sure
+        os.utime(old, (time.time() - 3600, time.time() - 3600))
+    assert prepare_model(config(tmp_path, cache))
+    assert [p.name for p in cache.iterdir()] == [copy_dir(cache).name]
+
+
 def test_model_cache_setting(tmp_path):
     home = {"HOME": str(tmp_path)}
     assert load(environ=home).model_cache_dir == tmp_path / ".cache" / "memwiki" / "models"

@@ -143,6 +143,7 @@ def prepare_model(config: Config) -> bool:
     except ImportError:
         return False
     if prepared.find(cache, MODEL_SHA256) is not None:
+        prepared.remove_abandoned(cache)  # a glob: this runs in builds and doctor, not queries
         return True
     if prepared.unusable(cache, MODEL_SHA256):
         return False
