@@ -4,6 +4,7 @@ vector (its writes skip the folder's fsync: fsutil.atomic_write, sync_dir=False)
 from __future__ import annotations
 
 import hashlib
+import shutil
 
 import numpy as np
 
@@ -205,3 +206,23 @@ def test_a_chunk_damaged_behind_a_sound_header_is_never_a_vector(tmp_path):
     for n in range(MAX_CHUNKS):  # past a compaction, which merges the damaged chunks too
         cache.add(shas(1, f"later{n}"), unit[:1])
     assert set(cache.lookup(good + wide + nan + zero + long)) == set(good)
+
+
+def test_something_else_where_the_cache_belongs_is_cleared(tmp_path):
+    """Bug: a file where the cache folder belongs (or a folder where a chunk belongs) failed
+    every later update with exit 70 until the user deleted it by hand."""
+    root = tmp_path / "cache"
+    root.write_text("not a folder")
+    cache = EmbeddingCache(root, KEY)
+    assert cache.lookup(shas(1, "x")) == {}
+    cache.add(shas(2, "a"), vectors(2, 1))
+    assert set(cache.lookup(shas(2, "a"))) == set(shas(2, "a"))
+    shutil.rmtree(cache.directory)
+    cache.directory.write_text("not a folder either")
+    cache.add(shas(2, "b"), vectors(2, 2))
+    assert set(cache.lookup(shas(2, "b"))) == set(shas(2, "b"))
+    (cache.directory / "chunk-00000001.keys.npy").mkdir()  # where the next chunk goes
+    for n in range(MAX_CHUNKS + 1):  # and past a compaction
+        cache.add(shas(1, f"c{n}"), vectors(1, n))
+    found = cache.lookup(shas(2, "b") + shas(1, f"c{MAX_CHUNKS}"))
+    assert set(found) == set(shas(2, "b") + shas(1, f"c{MAX_CHUNKS}"))

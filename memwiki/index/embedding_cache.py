@@ -103,7 +103,7 @@ class EmbeddingCache:
         from ..fsutil import atomic_write_text
 
         self._adopt_legacy()
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self._make_room()
         if not self._valid():
             for stale in self.directory.glob("chunk-*"):
                 stale.unlink(missing_ok=True)
@@ -113,6 +113,20 @@ class EmbeddingCache:
         if len(chunks) + 1 > MAX_CHUNKS:
             self._compact()
         self._forget_old_models()
+
+    def _make_room(self) -> None:
+        """The model's folder, made again where damage put something else in its place.
+
+        A file where a folder belongs (or a folder where a chunk belongs) once failed every
+        update with exit 70, for good: this is a cache, so it goes.
+        """
+        for folder in (self.root, self.directory):
+            if folder.exists() and not folder.is_dir():
+                folder.unlink()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for entry in self.directory.glob("chunk-*"):
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
 
     def _adopt_legacy(self) -> None:
         """The layout before per-model folders (chunks beside one model.json in the cache
