@@ -60,3 +60,27 @@ def test_a_segment_overwritten_behind_its_header_is_found_and_repaired(tmp_path,
     assert run_memwiki(*w, "doctor", env=HASH).returncode == 0
     again = run_memwiki(*w, "retrieve", "--mode", "vector", "--json", "steps for webhook", env=HASH)
     assert json.loads(again.stdout)["results"][0]["path"] == "memory/webhook.md"
+
+
+def test_a_segment_header_damaged_at_the_right_size_is_rebuilt(tmp_path, run_memwiki):
+    """Bug: the index checked vector segments by size only: a header zeroed at the right
+    size made every vector search fail (each answer BM25 only, for good), `reindex` called
+    the index complete and `doctor` called it fresh."""
+    wiki, _ = Wiki.init(tmp_path / "w")
+    (wiki.root / "memory" / "webhook.md").write_text(
+        "---\nname: webhook\ndescription: about webhook\n---\n# webhook\nRotate its secret.\n"
+    )
+    w = ["--wiki", wiki.root]
+    assert run_memwiki(*w, "reindex", env=HASH).returncode == 0
+    (segment,) = (wiki.sidecar / "index").glob("vectors-*.npy")
+    with open(segment, "r+b") as fh:
+        fh.write(b"\0" * 64)
+    first = run_memwiki(*w, "retrieve", "--json", "rotate secret", env=HASH)
+    assert first.returncode == 0
+    assert first.stderr == (
+        "memwiki: index damaged (vector matrix header is damaged); rebuilding it\n"
+    )
+    assert json.loads(first.stdout)["mode"] == "hybrid"
+    again = run_memwiki(*w, "retrieve", "--json", "rotate secret", env=HASH)
+    assert again.stderr == "" and json.loads(again.stdout)["mode"] == "hybrid"
+    assert run_memwiki(*w, "doctor", env=HASH).returncode == 0
