@@ -243,7 +243,7 @@ def vector_block(
         block[at] = old_matrix.physical(np.asarray([s for _, s in copied], dtype=np.int64))
         # A segment zeroed or overwritten behind a sound header: its rows are embedded
         # again, not copied on (so `reindex --full` repairs it, docs/retrieval.md).
-        damaged = set(at[~sound_rows(block[at])].tolist())
+        damaged = set(at[~sound_rows(block)[at]].tolist())  # the block in place: no copy
         block[sorted(damaged)] = 0.0
     todo = [
         n for n in range(len(rows)) if n not in plan.source or old_matrix is None or n in damaged
