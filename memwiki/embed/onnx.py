@@ -40,6 +40,24 @@ def _read_stamp(stamp_file: Path) -> dict[str, dict[str, object]]:
     return files if isinstance(files, dict) else {}
 
 
+def known_sha256(path: Path, stamp_dir: Path | None = None) -> str:
+    """path's sha256, hashed once per inode, size and mtime and remembered in the stamp."""
+    path = Path(path).resolve()
+    facts = identity_facts(path)
+    stamp_file = Path(stamp_dir) / STAMP_NAME if stamp_dir is not None else None
+    entries = _read_stamp(stamp_file) if stamp_file is not None else {}
+    entry = entries.get(str(path))
+    sha = entry.get("sha256") if isinstance(entry, dict) else None
+    if isinstance(sha, str) and entry == {**facts, "sha256": sha}:
+        return sha
+    actual = file_sha256(path)
+    if stamp_file is not None:
+        entries[str(path)] = {**facts, "sha256": actual}
+        with contextlib.suppress(OSError):  # the stamp only saves time
+            atomic_write_text(stamp_file, json.dumps({"files": entries}, indent=1) + "\n")
+    return actual
+
+
 def verify_file(path: Path, expected: str, stamp_dir: Path | None = None) -> bool:
     """Check path against expected sha256; True if it was hashed, False if the stamp vouched."""
     path = Path(path).resolve()

@@ -86,12 +86,21 @@ def find(cache_dir: Path, source_sha256: str) -> Path | None:
 
 
 def unusable(cache_dir: Path, source_sha256: str) -> bool:
-    """True when preparation was tried for this source and onnxruntime and did not match."""
+    """True when preparation was tried for this source and onnxruntime and did not match.
+
+    Only a verdict that names them both counts: any other prepared.json saying "usable":
+    false (damaged, hand-edited) once stopped the copy from ever being written again.
+    """
     try:
         meta = json.loads((Path(cache_dir) / key(source_sha256) / META).read_text("utf-8"))
     except (OSError, ValueError):
         return False
-    return isinstance(meta, dict) and meta.get("usable") is False
+    return (
+        isinstance(meta, dict)
+        and meta.get("usable") is False
+        and meta.get("source_sha256") == source_sha256
+        and meta.get("onnxruntime") == ort.__version__
+    )
 
 
 def writable(cache_dir: Path) -> bool:
@@ -106,10 +115,14 @@ def writable(cache_dir: Path) -> bool:
     return False
 
 
-def _remove_abandoned(cache_dir: Path) -> None:
-    """Delete temporary folders of preparers that died (a live one takes seconds, not minutes)."""
+def remove_abandoned(cache_dir: Path) -> None:
+    """Delete temporary folders of preparers that died (a live one takes seconds, not minutes).
+
+    Also called when the copy is already in place: a preparer killed half way leaves up to
+    90 MB, and once another one has written the copy nothing else would come back for it.
+    """
     now = time.time()
-    for tmp in cache_dir.glob(".prepare-*"):
+    for tmp in Path(cache_dir).glob(".prepare-*"):
         with contextlib.suppress(OSError):
             if now - tmp.stat().st_mtime > ABANDONED_AFTER_S:
                 shutil.rmtree(tmp)
@@ -162,9 +175,10 @@ def prepare(source: Path, source_sha256: str, cache_dir: Path) -> Path | None:
     final = cache_dir / key(source_sha256)
     found = find(cache_dir, source_sha256)
     if found is not None or unusable(cache_dir, source_sha256):
+        remove_abandoned(cache_dir)
         return found
     cache_dir.mkdir(parents=True, exist_ok=True)
-    _remove_abandoned(cache_dir)
+    remove_abandoned(cache_dir)
     _remove_superseded(cache_dir, source_sha256)
     # A damaged copy goes out of the way first (readers keep their maps); looked at again
     # just before, so a whole copy a racing preparer has just put in place stays.

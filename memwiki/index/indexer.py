@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import StateError
-from . import bm25, races, writing
+from . import bm25, races, segments, writing
 from . import manifest as st
 from .snapshot import Snapshot
 from .writing import UpdateReport
@@ -114,15 +114,10 @@ class Index:
         if bm25.latest_generation(self.directory / state.bm25_dir) != state.whoosh_generation:
             return "BM25 index does not match the manifest"
         for name, rows in state.segments:
-            try:
-                size = (self.directory / name).stat().st_size
-            except OSError:
-                return "missing vector matrix"
-            # .npy = a small header (a multiple of 64 bytes) + the float32 data; checked by
-            # size so that BM25-only reads need not import numpy.
-            data = rows * state.embedder["dim"] * 4  # type: ignore[index]
-            if not data + 64 <= size <= data + 4096:
-                return "vector matrix has the wrong size"
+            dim = state.embedder["dim"]  # type: ignore[index]
+            problem = segments.segment_problem(self.directory / name, rows, dim)
+            if problem is not None:
+                return problem
         if state.segments and sum(r for _, r in state.segments) != state.physical_rows:
             return "vector segments do not match the manifest"
         return None

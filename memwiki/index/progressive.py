@@ -155,13 +155,12 @@ class VectorJob:
             return None
         if self.embedder is None:
             return None
-        state = snap.state
-        if state.vectors_file is None:
-            self.reason = "BM25 only: vectors are being built"
-            return None
-        if state.embedder != self.index.model_key(self.embedder):
-            self.model_mismatch = True
-            self.reason = "BM25 only: vectors are being rebuilt for another model"
+        from .vector_search import mismatch
+
+        why = mismatch(snap.state, self.index.model_key(self.embedder))
+        if why:
+            self.model_mismatch = snap.state.vectors_file is not None
+            self.reason = why
             return None
         try:
             return search_fn(snap, self.qvec)
@@ -175,6 +174,8 @@ def vectors_need_work(snap, job: VectorJob | None, config) -> bool:
     from ..embed import embedding_configured
 
     if not snap.state.rows or not embedding_configured(config):
+        return False
+    if job is not None and job.no_embedder:  # the model cannot load: a build could not either
         return False
     if job is not None and job.model_mismatch:
         return True

@@ -232,8 +232,14 @@ def retrieve(
                 if used_mode == "vector":
                     bm25_hits = []
         elif want_vectors and embedder is not None:
-            qvec = vector_search.query_vector(embedder, query) if qvec is None else qvec
-            vector_hits = vector_search.vector_hits(snap, qvec, track, candidates)
+            # A writer holding the lock leaves the last index, maybe of the model before a
+            # switch: never score this model's query against it.
+            note = vector_search.mismatch(snap.state, index.model_key(embedder))
+            if note:
+                used_mode = "bm25"
+            else:
+                qvec = vector_search.query_vector(embedder, query) if qvec is None else qvec
+                vector_hits = vector_search.vector_hits(snap, qvec, track, candidates)
         if attempt < 2 and forkscan.stale(snap):
             snap = forkscan.settle(index, snap)
             continue
@@ -273,7 +279,7 @@ def retrieve(
         if note:
             facts["note"] = note
     elif used_mode != mode:
-        facts["note"] = f"BM25 only: {index.embedder_note}"
+        facts["note"] = note or f"BM25 only: {index.embedder_note}"
     snap.close()
     result = RetrievalResult(query, used_mode, results, facts)
     if snap.deferred is not None:

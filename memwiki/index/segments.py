@@ -15,6 +15,7 @@ compaction costs about as much as all the appends it saves up.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -104,6 +105,34 @@ def apply_layout(
         new.extra, new.dead = old.extra + plan.rows, plan.dead
     new.unembedded_slots = set(plan.unembedded)
     new.changed()
+
+
+def segment_problem(path: Path, rows: int, dim: int) -> str | None:
+    """Why a vector segment is not the (rows, dim) float32 .npy the state names, or None.
+
+    Its size and header, read without numpy (BM25-only reads never import it). Bug it
+    prevents: a header zeroed or overwritten at the right size failed every vector search
+    (each answer BM25 only, for good) while `reindex`, seeing the right size, called the
+    index complete.
+    """
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+            size = os.fstat(fh.fileno()).st_size
+    except OSError:
+        return "missing vector matrix"
+    # .npy = a small header (a multiple of 64 bytes) + the float32 data
+    data = rows * dim * 4
+    if not data + 64 <= size <= data + 4096:
+        return "vector matrix has the wrong size"
+    wide = head[6:7] in (b"\x02", b"\x03")  # header length in 4 bytes from version 2 on
+    start = 12 if wide else 10
+    length = int.from_bytes(head[8:start], "little")
+    header = head[start : start + length]
+    wanted = (b"'descr': '<f4'", b"'fortran_order': False", f"'shape': ({rows}, {dim})".encode())
+    if head[:6] != b"\x93NUMPY" or not all(w in header for w in wanted):
+        return "vector matrix header is damaged"
+    return None
 
 
 def cleanup(directory: Path, state: st.State, old: st.State | None) -> None:

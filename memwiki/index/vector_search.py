@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from .indexer import Snapshot
 
 MIN_COSINE = 0.15  # below this a vector-only hit is noise, not a match
+#: A cosine of unit rows is within 1 plus float32 rounding; a segment overwritten behind a
+#: sound header gives rows far longer (doctor reports them, `reindex --full` repairs them).
+UNIT_SLACK = 1e-3
 
 
 def vector_scores(matrix, qvec, blocks: tuple[int, ...] | None = None, valid=None):
@@ -62,6 +65,20 @@ def blocks_of(key: dict | None) -> tuple[int, ...] | None:
     return (int(key["dim"]) // parts,) * parts if parts > 1 else None
 
 
+def mismatch(state, key: dict) -> str:
+    """Why state's vectors cannot answer a query embedded by the model of key ("" when they can).
+
+    Vectors of one model never score another model's query (DESIGN.md, invariant 4): the
+    two may even share a dimension (MiniLM and the hash embedder both have 384), so a
+    mixed product runs and ranks by noise.
+    """
+    if state.vectors_file is None:
+        return "BM25 only: vectors are being built"
+    if state.embedder != key:
+        return "BM25 only: vectors are being rebuilt for another model"
+    return ""
+
+
 def query_vector(embedder, query: str):
     """The query's vector (embed_query where the embedder embeds queries differently)."""
     from ..embed import embed_query
@@ -82,7 +99,10 @@ def vector_hits(snap: Snapshot, qvec, track: str | None, n: int) -> list[tuple[i
     if snap.state.unembedded:
         valid = np.ones(len(snap.state.rows), dtype=bool)
         valid[sorted(snap.state.unembedded)] = False
-    scores = vector_scores(matrix, qvec, blocks_of(snap.state.embedder), valid)
+    blocks = blocks_of(snap.state.embedder)
+    scores = vector_scores(matrix, qvec, blocks, valid)
+    if not blocks:  # unit rows give cosines; beyond 1 a row is damage, not a best match
+        scores = np.where(np.abs(scores) <= 1.0 + UNIT_SLACK, scores, -np.inf)
     mask = valid
     if track:
         on_track = np.array(snap.state.rows.track_mask(track), dtype=bool)

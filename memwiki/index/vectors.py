@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from .embedding import embed_text_of, embed_with_progress
-from .embedding_cache import EmbeddingCache
+from .embedding_cache import EmbeddingCache, sound_rows
 
 # Rows multiplied at a time by a search (24 MB at 384 dims). After each block the pages
 # are given back (madvise DONTNEED): the file stays in the OS page cache, but a 50k-file
@@ -189,6 +189,20 @@ def open_matrix(directory: Path, state, sources=None):
     return SegmentedMatrix(parts, live, [identity(src) for src in sources])
 
 
+def damaged_rows(matrix, state) -> int:
+    """How many rows of state that have a vector are not unit vectors (doctor's check).
+
+    Reads the whole matrix block by block: for `memwiki doctor`, not for a query.
+    """
+    skip = state.unembedded
+    bad = 0
+    for lo in range(0, len(matrix), CHUNK_ROWS):
+        hi = min(lo + CHUNK_ROWS, len(matrix))
+        unsound = np.flatnonzero(~sound_rows(np.asarray(matrix[lo:hi]))) + lo
+        bad += sum(1 for n in unsound.tolist() if n not in skip)
+    return bad
+
+
 def old_vectors(directory: Path, old, key: dict) -> SegmentedMatrix | None:
     """old's vectors as one SegmentedMatrix, or None when it has none of this model (or they
     cannot be read): then an update cannot append to them."""
@@ -222,11 +236,18 @@ def vector_block(
     rows = plan.rows
     block = np.zeros((len(rows), key["dim"]), dtype=np.float32)
     copied = sorted(plan.source.items()) if old_matrix is not None else []
+    damaged: set[int] = set()
     if copied and old_matrix is not None:
         # Kept rows are copied in one numpy operation (a compaction runs on every row).
         at = np.asarray([n for n, _ in copied], dtype=np.int64)
         block[at] = old_matrix.physical(np.asarray([s for _, s in copied], dtype=np.int64))
-    todo = [n for n in range(len(rows)) if n not in plan.source or old_matrix is None]
+        # A segment zeroed or overwritten behind a sound header: its rows are embedded
+        # again, not copied on (so `reindex --full` repairs it, docs/retrieval.md).
+        damaged = set(at[~sound_rows(block)[at]].tolist())  # the block in place: no copy
+        block[sorted(damaged)] = 0.0
+    todo = [
+        n for n in range(len(rows)) if n not in plan.source or old_matrix is None or n in damaged
+    ]
     known: dict[str, np.ndarray] = {}
     if old_matrix is not None and todo:
         known = _held_vectors(old, {rows[n].sha for n in todo}, old_matrix)
@@ -275,6 +296,8 @@ def write_vectors(
     block, rows, dim = got.block, plan.rows, key["dim"]
     if got.old_matrix is not None:
         _cache_departed(got.cache, old, plan, got.old_matrix)
+    elif old is not None and old.segments and old.embedder not in (None, key):
+        _cache_other_model(directory, old)
     new.embedder = key
     new.unembedded_slots = set(got.missing)
     new.changed()
@@ -322,7 +345,24 @@ def _held_vectors(old, wanted: set[str], old_matrix) -> dict[str, np.ndarray]:
     if not found:
         return {}
     vecs = old_matrix.physical(np.asarray(list(found.values()), dtype=np.int64))
-    return dict(zip(found, vecs, strict=True))
+    return {sha: vec for sha, vec, ok in zip(found, vecs, sound_rows(vecs), strict=True) if ok}
+
+
+def _cache_other_model(directory: Path, old) -> None:
+    """The vectors of the model switched away from go to its cache (at most CACHE_LIMIT):
+    switching back takes them instead of embedding the wiki again. Damaged ones are not
+    kept; the new model's vectors are written either way."""
+    from .embedding_cache import CACHE_LIMIT
+
+    try:
+        matrix = open_matrix(directory, old)
+        rows, skip = old.rows, old.unembedded
+        live = [n for n in range(len(rows)) if n not in skip][:CACHE_LIMIT]
+        if live:
+            vecs = np.asarray(matrix[np.asarray(live, dtype=np.int64)], dtype=np.float32)
+            EmbeddingCache(directory / "cache", old.embedder).add([rows[n].sha for n in live], vecs)
+    except (OSError, ValueError):
+        return
 
 
 def _cache_departed(cache, old, plan, old_matrix) -> None:
