@@ -187,6 +187,25 @@ def test_another_writer_at_work_gets_the_edit_from_the_next_command(tmp_path) ->
     assert again.results[0].path == "memory/note-5.md"
 
 
+def test_a_sidecar_that_cannot_take_the_lock_still_answers(tmp_path, run_memwiki) -> None:
+    """Bug: with the lock file unopenable (a read-only sidecar; here its name is a folder),
+    retrieve printed the answer with the edit, then failed with exit 70 taking the lock."""
+    wiki = make(tmp_path)
+    index_of(wiki).update()
+    lock = wiki.sidecar / "index.lock"
+    lock.unlink(missing_ok=True)
+    lock.mkdir()
+    write(wiki.root, "memory/note-2.md", "zebracorn unlockable edit")
+    env = {"HOME": str(tmp_path), "MEMWIKI_EMBED": "hash"}
+    done = run_memwiki("--wiki", str(wiki.root), "retrieve", "zebracorn unlockable", env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert "## memory/note-2.md" in done.stdout.splitlines()  # the edit, in the answer
+    again = run(wiki, defer=True)  # left to the next command, which finds the edit again
+    assert again.write_later is not None
+    assert again.results[0].path == "memory/note-2.md"
+
+
 def test_a_commit_between_the_answer_and_the_write_is_kept(tmp_path) -> None:
     wiki, result = edited(tmp_path, "memory/note-6.md", "zebracorn first edit")
     write(wiki.root, "memory/note-7.md", "zebracorn second edit")

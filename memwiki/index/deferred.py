@@ -81,14 +81,23 @@ def write_later(index: Index, prepared: Prepared) -> str:
     none: another writer holds the lock (it, or the next command, indexes the edit).
     """
     lock = index.lock()
-    if not lock.try_acquire():
+    try:
+        if not lock.try_acquire():
+            return "none"
+    except OSError:
+        # The answer is out: a sidecar that cannot be written (read-only, full, the lock's
+        # name taken) leaves the edit to the next command, as a held lock does. Bug it
+        # prevents: the answer printed, then the command failed (exit 5 or 70).
         return "none"
     if not available() or threading.active_count() > 1:
         # A fork of a threaded process may inherit a lock another thread held.
         lock.release()
         from . import background
 
-        started = background.start(index.root, index.wiki.sidecar)
+        try:
+            started = background.start(index.root, index.wiki.sidecar)
+        except OSError:  # as above: the next command indexes the edit
+            return "none"
         return "background" if started else "none"
     for stream in (sys.stdout, sys.stderr):  # nothing buffered may be written twice
         with contextlib.suppress(OSError, ValueError):
