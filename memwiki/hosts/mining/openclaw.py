@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ...config import Config
+from . import openclaw_config
 from .base import JsonlSource, ReadResult, SessionRef, env_path
 from .records import ROLES, TOOL_CALL_BLOCKS, Verdict, block_items, block_types, tool_result
 from .sqlite_ro import (
@@ -38,8 +39,8 @@ def state_dir(config: Config) -> Path:
 
 
 def instruction_file(config: Config) -> Path | None:
-    """The default workspace's AGENTS.md."""
-    return state_dir(config) / "workspace" / "AGENTS.md"
+    """AGENTS.md in the default agent's workspace (openclaw.json may move it)."""
+    return openclaw_config.workspace(config, state_dir(config)) / "AGENTS.md"
 
 
 def host_present(config: Config) -> bool:
