@@ -21,6 +21,7 @@ def mw(run_memwiki, tmp_path):
     """memwiki with HOME (and XDG) in tmp_path; the crontab holds nothing."""
     home = tmp_path / "home"
     (home / ".openclaw").mkdir(parents=True)
+    (home / ".hermes").mkdir()
     (tmp_path / "bin").mkdir()
     crontab = tmp_path / "bin" / "crontab"
     crontab.write_text('#!/bin/sh\necho "no crontab for $USER" >&2\nexit 1\n')
@@ -154,3 +155,45 @@ def test_json5_as_openclaw_writes_it(text, value):
 
     assert json5_loads(text) == value
 
+
+# --- Hermes: a sticky named profile ---------------------------------------------------------
+
+
+def hermes_profile(mw, name: str = "work") -> Path:
+    """What `hermes profile create work` and `hermes profile use work` leave behind."""
+    root = mw.home / ".hermes"
+    (root / "profiles" / name).mkdir(parents=True)
+    (root / "active_profile").write_text(f"{name}\n")
+    return root / "profiles" / name
+
+
+def test_hermes_install_follows_the_active_profile(mw):
+    """Bug: with a profile made sticky by `hermes profile use`, install wrote ~/.hermes/SOUL.md,
+    which Hermes no longer reads (it reads the profile's SOUL.md)."""
+    profile = hermes_profile(mw)
+    (mw.home / ".hermes" / "SOUL.md").write_text("You are Hermes.\n")
+    assert target(mw("install", "--host", "hermes", "--json")) == profile / "SOUL.md"
+    assert (mw.home / ".hermes" / "SOUL.md").read_text() == "You are Hermes.\n"
+    detect = json.loads(mw("hosts", "detect", "--json").stdout)
+    [st] = [h for h in detect["hosts"] if h["host"] == "hermes"]
+    assert st["instruction_file"] == str(profile / "SOUL.md") and st["installed"]
+    mw("uninstall", "--host", "hermes")
+    assert not (profile / "SOUL.md").exists()
+
+
+def test_hermes_home_set_to_a_profile_or_a_missing_profile(mw, tmp_path):
+    """HERMES_HOME naming a profile directory wins over active_profile, as in Hermes; a
+    sticky name whose directory is gone leaves the default home (Hermes stops on it)."""
+    hermes_profile(mw, "work")
+    other = mw.home / ".hermes" / "profiles" / "play"
+    other.mkdir()
+    env = {"HERMES_HOME": str(other)}
+    assert target(mw("install", "--host", "hermes", "--json", env=env)) == other / "SOUL.md"
+    (mw.home / ".hermes" / "active_profile").write_text("gone\n")
+    default = mw.home / ".hermes" / "SOUL.md"
+    assert target(mw("install", "--host", "hermes", "--json")) == default
+    # HERMES_HOME at the root (a systemd unit) still follows the sticky profile.
+    (mw.home / ".hermes" / "active_profile").write_text("Work\n")
+    env = {"HERMES_HOME": str(mw.home / ".hermes")}
+    expected = mw.home / ".hermes" / "profiles" / "work" / "SOUL.md"
+    assert target(mw("install", "--host", "hermes", "--json", env=env)) == expected
