@@ -10,11 +10,13 @@ regardless, so the block never reached the model.
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
 from .harness import request_text
-from .test_hosts import BLOCK_MARK, HOSTS, World, _model_requests
+from .test_hosts import BLOCK_MARK, HOSTS, USER_WORDS, World, _model_requests, _tool_outputs
 
 RULES = "Workspace rules: name every file you touch."
 
@@ -83,5 +85,40 @@ def test_the_block_goes_into_the_active_hermes_profile(tmp_path_factory):
         assert BLOCK_MARK in seen, "the block is not in the SOUL.md Hermes reads"
         assert w.sb.memwiki("uninstall", "--host", "hermes").rc == 0
         assert (profile / "SOUL.md").read_text() == f"{PERSONA}\n"
+    finally:
+        w.sb.close()
+
+
+def test_the_scheduled_run_mines_a_moved_claude_config_dir(tmp_path_factory):
+    """Claude Code with CLAUDE_CONFIG_DIR: cron starts the scheduled run without it, so the
+    run's `bridge prepare` read ~/.claude/projects and never offered the person's sessions."""
+    if "claude-code" not in HOSTS:
+        pytest.skip("claude-code not selected")
+    w = World(tmp_path_factory.mktemp("claude-config-dir"), "claude-code")
+    try:
+        sb = w.sb
+        moved = sb.home / "claude-cfg"
+        (sb.home / ".claude").rename(moved)
+        env = {**w.p.env(), "CLAUDE_CONFIG_DIR": str(moved)}
+        assert sb.memwiki("init").rc == 0
+        sb.set_script([], "Use vault.")
+        run = sb.run(w.p.argv(USER_WORDS), env=env, cwd=sb.project)
+        assert run.rc == 0 and not run.timed_out, (run.out[-2000:], run.err[-2000:])
+        assert list(moved.glob("projects/*/*.jsonl")), "the client did not use the moved dir"
+        r = sb.memwiki("schedule", "--host", "claude-code", "--install", env=env)
+        assert r.rc == 0, r.err
+        wrapper = Path(re.search(r"/bin/sh (\S+)", (sb.home / ".crontab").read_text()).group(1))
+        prompt = (wrapper.parent / "claude-code.prompt.md").read_text()
+        cmds = re.findall(r"`([^`]*bridge (?:prepare|commit) --host \S+ --json)`", prompt)
+        sb.set_script(cmds, "Memorized.")
+        mark = len(sb.requests())
+        # As cron starts it: /bin/sh, a minimal PATH, and no CLAUDE_CONFIG_DIR.
+        cron = {k: v for k, v in w.p.env().items() if k not in ("PATH", "SHELL")}
+        cron.update(PATH=f"{sb.bin}:/usr/bin:/bin", SHELL="/bin/sh")
+        run = sb.run(["/bin/sh", str(wrapper)], env=cron, cwd=sb.home, timeout=180)
+        assert run.rc == 0 and not run.timed_out, (run.out[-2000:], run.err[-2000:])
+        flat = [o.replace("\\", "") for b in _model_requests(sb, mark) for o in _tool_outputs(b)]
+        prepared = [o for o in flat if '"nothing_new"' in o]
+        assert prepared and '"nothing_new": false' in prepared[0], flat
     finally:
         w.sb.close()

@@ -29,6 +29,7 @@ from .sqlite_ro import (
 
 HOST = "hermes"
 SELF_SESSION_VAR = "HERMES_SESSION_ID"
+HOME_VARS = ("HERMES_HOME",)
 DB_NAME = "state.db"
 ROW_COLUMNS = ("role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp")
 

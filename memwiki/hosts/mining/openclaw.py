@@ -23,6 +23,12 @@ from .sqlite_ro import (
 
 HOST = "openclaw"
 SELF_SESSION_VAR = None  # the wrapper names the run's session itself (BRIDGE_SESSION_PREFIX)
+HOME_VARS = (
+    "OPENCLAW_STATE_DIR",
+    "OPENCLAW_HOME",
+    "OPENCLAW_CONFIG_PATH",
+    "OPENCLAW_WORKSPACE_DIR",
+)
 DB_RELPATH = ("agent", "openclaw-agent.sqlite")
 # The session ids memwiki's scheduled OpenClaw runs use: the wrapper passes one per run,
 # this prefix plus a timestamp and its process id (the invocation names it, not a transcript).
