@@ -122,3 +122,36 @@ def test_the_scheduled_run_mines_a_moved_claude_config_dir(tmp_path_factory):
         assert prepared and '"nothing_new": false' in prepared[0], flat
     finally:
         w.sb.close()
+
+
+def test_install_under_moved_homes_reaches_claude_code_and_codex(tmp_path_factory):
+    """CLAUDE_CONFIG_DIR and CODEX_HOME move where the real clients read their instruction
+    files (and Claude Code its settings.json): install with them set writes there."""
+    for host, var, folder in (
+        ("claude-code", "CLAUDE_CONFIG_DIR", ".claude"),
+        ("codex", "CODEX_HOME", ".codex"),
+    ):
+        if host not in HOSTS:
+            continue
+        w = World(tmp_path_factory.mktemp(f"{host}-moved-home"), host)
+        try:
+            sb = w.sb
+            moved = sb.home / f"{host}-home"
+            (sb.home / folder).rename(moved)
+            if host == "codex":  # a default home too, on the fake model: never the network
+                (sb.home / folder).mkdir()
+                (sb.home / folder / "config.toml").write_bytes((moved / "config.toml").read_bytes())
+            env = {**w.p.env(), var: str(moved)}
+            assert sb.memwiki("init").rc == 0
+            r = sb.memwiki("install", "--host", host, "--json", env=env)
+            assert r.rc == 0, r.err
+            assert all(c["path"].startswith(str(moved)) for c in r.json()["changes"]), r.out
+            mark = len(sb.requests())
+            sb.set_script([], "Done.")
+            run = sb.run(w.p.argv("say hello"), env=env, cwd=sb.project)
+            assert run.rc == 0 and not run.timed_out, (run.out[-2000:], run.err[-2000:])
+            bodies = _model_requests(sb, mark)
+            assert bodies and BLOCK_MARK in request_text(bodies[0]), f"{host}: block not read"
+            assert sb.memwiki("uninstall", "--host", host, env=env).rc == 0
+        finally:
+            w.sb.close()
