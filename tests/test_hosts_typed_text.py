@@ -145,3 +145,11 @@ def test_a_second_block_with_typed_words_is_refused_too(mw):
     assert mw("install", "--host", "codex").returncode == 4
     assert mw("uninstall", "--host", "codex").returncode == 4
     assert NOTE in path.read_text()
+
+
+def test_an_emptied_block_is_refilled_without_force(mw):
+    """A block whose text the person deleted holds nothing to lose: install refills it."""
+    path = instruction(mw, "codex")
+    path.write_text(f"# Mine\n\n{BEGIN}\n\n{END}\n")
+    assert mw("install", "--host", "codex").returncode == 0
+    assert "retrieve" in path.read_text()

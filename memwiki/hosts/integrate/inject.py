@@ -134,9 +134,9 @@ def _typed_text(config: Config, path: Path, text: str) -> bool:
     """True when a block in text holds words that memwiki did not write there."""
     mine = written.load(config, written.BLOCKS).get(str(path))
     return any(
-        not is_instruction_block(body) and written.digest(body) != mine
+        body.strip() and not is_instruction_block(body) and written.digest(body) != mine
         for body in block.bodies(text, str(path))
-    )
+    )  # an emptied block holds nothing to lose
 
 
 def _keep_typed_text(config: Config, path: Path, text: str | None, force: bool, verb: str) -> None:
