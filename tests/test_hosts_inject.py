@@ -171,7 +171,10 @@ def test_invalid_settings_writes_nothing(tmp_path):
 
 def test_block_is_updated_in_place_and_other_text_untouched(tmp_path):
     target = tmp_path / "AGENTS.md"
-    old = f"# Top\n\n{block.BEGIN}\nold instructions\n{block.END}\n\n## Mine, added later\nkeep\n"
+    # The block an install from another virtualenv wrote (text typed into the block would
+    # be refused: tests/test_hosts_typed_text.py).
+    ours = block.render_block(instruction_block("/old/venv/bin/memwiki"))
+    old = f"# Top\n\n{ours}\n\n## Mine, added later\nkeep\n"
     target.write_text(old)
     (tmp_path / "home").mkdir()
     cfg = make_config(tmp_path)
@@ -180,7 +183,7 @@ def test_block_is_updated_in_place_and_other_text_untouched(tmp_path):
     text = target.read_text()
     assert text.startswith("# Top\n\n" + block.BEGIN + "\n")
     assert text.endswith(f"{block.END}\n\n## Mine, added later\nkeep\n")
-    assert "old instructions" not in text
+    assert "/old/venv/bin/memwiki" not in text
 
 
 def test_uninstall_keeps_text_the_user_added_after_the_block(tmp_path):

@@ -15,7 +15,9 @@ from pathlib import Path
 from memwiki.config import load
 from memwiki.hosts import executable
 from memwiki.hosts.integrate import claude_settings, inject, schedule
+from memwiki.hosts.integrate.block import render_block
 from memwiki.hosts.integrate.detect import host_status
+from memwiki.hosts.integrate.texts import instruction_block
 
 VENV_MEMWIKI = Path(sys.executable).parent / "memwiki"
 LOGIN_ENV_PATH = "/usr/bin:/bin"  # what a login shell or cron has: not the virtualenv
@@ -66,9 +68,9 @@ def test_install_refreshes_an_old_path_in_block_and_hook_in_place(tmp_path):
         },
     }
     (claude / "settings.json").write_text(json.dumps(settings, indent=4) + "\n")
-    (claude / "CLAUDE.md").write_text(
-        f'mine\n\n<!-- memwiki:begin -->\n    {old} retrieve "x"\n<!-- memwiki:end -->\n'
-    )
+    # The block as an install from that gone virtualenv wrote it.
+    written_block = render_block(instruction_block(old))
+    (claude / "CLAUDE.md").write_text(f"mine\n\n{written_block}\n")
     status = host_status("claude-code", cfg)
     assert any(old in n and "no longer exists" in n for n in status.notes), status.notes
     inject.install("claude-code", cfg)

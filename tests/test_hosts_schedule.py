@@ -144,3 +144,36 @@ def test_real_crontab_round_trip(tmp_path):
 
         if read_crontab() != before:
             write_crontab(before)
+
+
+@pytest.mark.parametrize(
+    ("host", "variables"),
+    [
+        ("claude-code", {"CLAUDE_CONFIG_DIR": "claude cfg"}),
+        ("codex", {"CODEX_HOME": "codex-home"}),
+        ("hermes", {"HERMES_HOME": "hermes-home"}),
+        ("openclaw", {"OPENCLAW_STATE_DIR": "oc-state", "OPENCLAW_CONFIG_PATH": "oc.json"}),
+    ],
+)
+def test_the_scheduled_run_keeps_the_agents_own_home(tmp_path, host, variables):
+    """Bug: cron starts without CLAUDE_CONFIG_DIR, CODEX_HOME, …, so the scheduled agent and
+    its `bridge prepare` used the default home: a person whose agent lives elsewhere got
+    their sessions never mined (and the agent without its settings)."""
+    paths = {k: str(tmp_path / v) for k, v in variables.items()}
+    (tmp_path / "wiki").mkdir()
+    (tmp_path / "home").mkdir()
+    environ = {"HOME": str(tmp_path / "home"), **paths}
+    cfg = load(options={"wiki": str(tmp_path / "wiki")}, environ=environ)
+    out = tmp_path / "seen.txt"
+    names = sorted(paths)
+    shown = "|".join(f"${{{n}:-unset}}" for n in names)
+    files = bridge_files(host, cfg)
+    files.wrapper.parent.mkdir(parents=True, exist_ok=True)
+    files.prompt.write_text("task\n")
+    files.wrapper.write_text(render_wrapper(host, cfg, headless=f'printf "%s" "{shown}" > {out}'))
+    cron = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}  # cron's environment
+    proc = subprocess.run(
+        ["/bin/sh", str(files.wrapper)], capture_output=True, text=True, timeout=30, env=cron
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text().split("|") == [paths[n] for n in names]

@@ -74,12 +74,15 @@ def install(
     host: str = HOST,
     path: Path = typer.Option(None, "--path", help="Patch this instruction file instead."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change; write nothing."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace the block even if you typed text inside it."
+    ),
     as_json: bool = JSON,
 ) -> None:
     """Tell an agent to retrieve memory first (managed block; Claude Code: also a hook)."""
     from ..hosts.integrate.inject import install as do_install
 
-    result = do_install(check_host(host), config(), path, dry_run=dry_run)
+    result = do_install(check_host(host), config(), path, dry_run=dry_run, force=force)
     if as_json:
         emit_json(result.to_dict())
         return
@@ -91,6 +94,9 @@ def install(
 def uninstall(
     host: str = HOST,
     path: Path = typer.Option(None, "--path", help="The instruction file install patched."),
+    force: bool = typer.Option(
+        False, "--force", help="Remove the block even if you typed text inside it."
+    ),
     as_json: bool = JSON,
 ) -> None:
     """Remove exactly what install and schedule added (block, hook, crontab entry)."""
@@ -98,7 +104,7 @@ def uninstall(
     from ..hosts.integrate.schedule import HEADLESS, uninstall_schedule
 
     cfg = config()
-    result = do_uninstall(check_host(host), cfg, path)
+    result = do_uninstall(check_host(host), cfg, path, force=force)
     scheduled = uninstall_schedule(host, cfg) if host in HEADLESS else None
     if as_json:
         emit_json({**result.to_dict(), "schedule": scheduled.to_dict() if scheduled else None})

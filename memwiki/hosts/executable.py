@@ -29,6 +29,15 @@ def memwiki_command() -> str:
     return shlex.quote(str(exe)) if exe else NAME
 
 
+def is_memwiki_command(text: str) -> bool:
+    """True when text is one shell word naming a memwiki executable, as install writes it."""
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return False
+    return len(words) == 1 and Path(words[0]).name == NAME
+
+
 def client_command(name: str, search_path: str | None) -> str:
     """A client's executable as an absolute, quoted path when found on search_path."""
     found = shutil.which(name, path=search_path) if search_path else None

@@ -9,6 +9,9 @@ export MEMWIKI_DIR={{WIKI}}
 # ran `schedule --install` (where the agent and its runtime, e.g. node, were found) and the
 # usual install places.
 export PATH={{BIN_DIR}}:{{INSTALL_PATH}}:"$HOME/.local/bin:/usr/local/bin:/opt/homebrew/bin:$PATH"
+# The agent's own variables that move its files (config home, state), as they were set
+# where `schedule --install` ran: cron has none of them.
+{{HOME_EXPORTS}}
 PROMPT_FILE={{PROMPT_FILE}}
 LOCK={{LOCK}}
 mkdir -p "$(dirname "$LOCK")"

@@ -41,6 +41,19 @@ def find_block(text: str, label: str = "file") -> tuple[int, int] | None:
     return start, end + len(END)
 
 
+def bodies(text: str, label: str = "file") -> list[str]:
+    """The text between the markers of every block in text, with LF line endings."""
+    found = []
+    for _ in range(text.count(BEGIN)):  # each pass finds one block; a file may hold two
+        span = find_block(text, label)
+        if span is None:
+            break
+        inner = text[span[0] + len(BEGIN) : span[1] - len(END)]
+        found.append(inner.replace("\r\n", "\n").strip("\n"))
+        text = text[span[1] :]
+    return found
+
+
 def _block_newline(text: str, start: int) -> str:
     return "\r\n" if text.startswith("\r\n", start + len(BEGIN)) else "\n"
 

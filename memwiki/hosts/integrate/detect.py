@@ -172,7 +172,11 @@ def host_status(host: str, config: Config) -> HostStatus:
     """The status of one dedicated host at its default locations."""
     api = host_api(host)
     location, count, counts, notes = _sample(host, config)
-    target = instruction_target(host, config) if api.instruction_file(config) else None
+    try:
+        target = instruction_target(host, config) if api.instruction_file(config) else None
+        unknown = None
+    except MemwikiError as exc:  # e.g. an openclaw.json memwiki cannot follow
+        target, unknown = None, exc
     hook = None
     if host == claude_code.HOST:
         try:
@@ -193,7 +197,9 @@ def host_status(host: str, config: Config) -> HostStatus:
         next_command=None,
         notes=notes,
     )
-    if target is None:
+    if unknown is not None:
+        st.notes.append(f"install would stop: {unknown}")
+    elif target is None:
         st.notes.append("no user-level instruction file: install per project with --path")
     stale = st.installed and target is not None and not installed(host, config, target)
     if stale:

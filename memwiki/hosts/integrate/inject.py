@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ...config import Config
-from ...errors import InvalidInput, MemwikiError, NotFound, StorageError
-from ...fsutil import atomic_write_text
+from ...errors import InvalidInput, MemwikiError, NotFound, StateError, StorageError
 from ..executable import memwiki_command
 from ..mining import claude_code, codex
 from ..mining.base import host_api
-from . import block, claude_settings
+from . import block, claude_settings, written
 from .textfile import check_writable, delete_file, read_text, write_text
-from .texts import instruction_block
+from .texts import instruction_block, is_instruction_block
 
 
 @dataclass
@@ -104,64 +102,58 @@ def _need_parent(path: Path, host: str) -> None:
         raise NotFound(f"{path.parent} does not exist: is {host} installed? (or pass --path)")
 
 
-def _record_path(config: Config) -> Path:
-    # settings.json as it was before install, per path: a file that was `{}` or empty, or
-    # an empty "UserPromptSubmit": [], cannot be told from what install creates otherwise.
-    return config.config_file.parent / "claude-settings-before.json"
-
-
-def _load_record(config: Config) -> dict[str, Any]:
-    try:
-        data = json.loads(_record_path(config).read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # no record (installed by an older memwiki): surgical removal
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _save_record(config: Config, record: dict[str, Any]) -> None:
-    path = _record_path(config)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(record, indent=2, sort_keys=True) + "\n")
-        path.chmod(0o600)  # it may hold a copy of the user's settings
-    except OSError as exc:
-        raise StorageError(f"{path}: cannot write: {exc.strerror}") from None
-
-
-def _digest(text: str | None) -> str | None:
-    import hashlib
-
-    return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def _remember_settings(config: Config, path: Path, before: str | None, after: str) -> None:
-    record = _load_record(config)
+    record = written.load(config, written.CLAUDE_SETTINGS)
     entry = record.get(str(path))
-    if not (isinstance(entry, dict) and entry.get("written") == _digest(before)):
+    if not (isinstance(entry, dict) and entry.get("written") == written.digest(before)):
         # Only what the surgical removal could not give back is kept (the file did not
         # exist, was `{}` or empty, had an empty array): settings.json may hold secrets,
         # and a copy of it is kept only where it is needed. Else a refresh of our own
         # write: what was recorded of the original stays.
         exact = before is not None and claude_settings.remove_hook(after, str(path)) == before
         entry = {} if exact else {"original": before}
-    record[str(path)] = {**entry, "written": _digest(after)}
-    _save_record(config, record)
+    record[str(path)] = {**entry, "written": written.digest(after)}
+    written.save(config, written.CLAUDE_SETTINGS, record)
 
 
 def _settings_without_hook(config: Config, path: Path, before: str) -> str | None:
     """The settings text uninstall leaves: the bytes from before install when the file is as
     install wrote it, else the text with the hook surgically removed (None: delete)."""
-    entry = _load_record(config).get(str(path))
-    if isinstance(entry, dict) and "original" in entry and entry.get("written") == _digest(before):
+    entry = written.load(config, written.CLAUDE_SETTINGS).get(str(path))
+    if (
+        isinstance(entry, dict)
+        and "original" in entry
+        and entry.get("written") == written.digest(before)
+    ):
         original = entry["original"]
         return original if isinstance(original, str) else None
     return claude_settings.remove_hook(before, str(path))
 
 
-def _forget_settings(config: Config, path: Path) -> None:
-    record = _load_record(config)
-    if record.pop(str(path), None) is not None:
-        _save_record(config, record)
+def _typed_text(config: Config, path: Path, text: str) -> bool:
+    """True when a block in text holds words that memwiki did not write there."""
+    mine = written.load(config, written.BLOCKS).get(str(path))
+    return any(
+        body.strip() and not is_instruction_block(body) and written.digest(body) != mine
+        for body in block.bodies(text, str(path))
+    )  # an emptied block holds nothing to lose
+
+
+def _keep_typed_text(config: Config, path: Path, text: str | None, force: bool, verb: str) -> None:
+    # A note typed between the markers (natural in an AGENTS.md) would be replaced or
+    # deleted with the block, silently: refused unless the person says --force.
+    if text is not None and not force and _typed_text(config, path, text):
+        raise StateError(
+            f"{path}: the memwiki block holds text memwiki did not write; move your text "
+            f"out of the block ({block.BEGIN} ... {block.END}) or pass --force to {verb} it"
+        )
+
+
+def _remember_block(config: Config, path: Path, text: str) -> None:
+    record = written.load(config, written.BLOCKS)
+    mine = written.digest(block.bodies(text, str(path))[0])
+    if record.get(str(path)) != mine:
+        written.save(config, written.BLOCKS, {**record, str(path): mine})
 
 
 def _stale_blocks(
@@ -186,13 +178,20 @@ def _write_or_delete(target: Path, after: str | None) -> None:
 
 
 def install(
-    host: str, config: Config, path: Path | None = None, dry_run: bool = False
+    host: str,
+    config: Config,
+    path: Path | None = None,
+    dry_run: bool = False,
+    force: bool = False,
 ) -> InstallResult:
-    """Plant (or refresh in place) the managed block; for claude-code also register the hook."""
+    """Plant (or refresh in place) the managed block; for claude-code also register the hook.
+
+    force: replace a block that holds text memwiki did not write (refused otherwise)."""
     result = InstallResult(host, dry_run)
     target = instruction_target(host, config, path)
     _need_parent(target, host)
     before = read_text(target)
+    _keep_typed_text(config, target, before, force, "replace")
     # The absolute path, refreshed on every install: agents run tools in a login shell.
     after = block.apply_block(before, instruction_block(memwiki_command()), str(target))
     if before is None:
@@ -205,6 +204,8 @@ def install(
     # A block left in a file the host no longer reads (Codex's AGENTS.md once the override
     # holds text) is stale: install moves the block, so the user never has two.
     stale = _stale_blocks(host, config, path, target)
+    for stale_file, _, _ in stale:
+        _keep_typed_text(config, stale_file, read_text(stale_file), force, "remove")
     result.changes.extend(FileChange(str(f), "instruction", a) for f, _, a in stale)
     settings_after = None
     if host == claude_code.HOST:
@@ -227,8 +228,10 @@ def install(
         return result
     if action != "unchanged":
         write_text(target, after)
+    _remember_block(config, target, after)
     for stale_file, stale_after, _ in stale:  # after the new block is in place, never before
         _write_or_delete(stale_file, stale_after)
+    written.forget(config, written.BLOCKS, [f for f, _, _ in stale])
     if settings_after is not None and result.changes[-1].action != "unchanged":
         settings = claude_code.settings_file(config)
         _remember_settings(config, settings, s_before, settings_after)
@@ -237,9 +240,15 @@ def install(
 
 
 def uninstall(
-    host: str, config: Config, path: Path | None = None, dry_run: bool = False
+    host: str,
+    config: Config,
+    path: Path | None = None,
+    dry_run: bool = False,
+    force: bool = False,
 ) -> InstallResult:
-    """Remove exactly what install added: the block (or the file it created) and the hook."""
+    """Remove exactly what install added: the block (or the file it created) and the hook.
+
+    force: remove a block that holds text memwiki did not write (refused otherwise)."""
     result = InstallResult(host, dry_run)
     candidates = block_files(host, config, path)
     holding = [f for f in candidates if _has_block(read_text(f), f)]
@@ -256,6 +265,7 @@ def uninstall(
             result.changes.append(FileChange(str(target), kind, "absent"))
             continue
         if kind == "instruction":
+            _keep_typed_text(config, target, before, force, "delete")
             after = block.remove_block(before, str(target))
         else:
             after = _settings_without_hook(config, target, before)
@@ -266,8 +276,10 @@ def uninstall(
             edits.append((target, after))
     for target, after in [] if dry_run else edits:
         _write_or_delete(target, after)
+    if not dry_run:
+        written.forget(config, written.BLOCKS, [f for f, kind in files if kind == "instruction"])
     if not dry_run and host == claude_code.HOST:
-        _forget_settings(config, claude_code.settings_file(config))
+        written.forget(config, written.CLAUDE_SETTINGS, [claude_code.settings_file(config)])
     return result
 
 

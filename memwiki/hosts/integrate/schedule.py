@@ -18,7 +18,7 @@ from ...config import Config
 from ...errors import InvalidInput, NotFound, StorageError
 from ..executable import client_command, memwiki_command, memwiki_executable
 from ..mining import openclaw
-from ..mining.base import host_module
+from ..mining.base import host_api, host_module
 from .textfile import delete_file, write_text
 from .texts import render, task_prompt, template
 
@@ -132,7 +132,17 @@ def render_wrapper(host: str, config: Config, headless: str | None = None) -> st
         LOCK=q(str(files.lock)),
         WORKDIR=q(str(config.wiki_path)),
         HEADLESS=headless if headless is not None else headless_command(host, config),
+        HOME_EXPORTS=home_exports(host, config),
     )
+
+
+def home_exports(host: str, config: Config) -> str:
+    """Shell lines exporting the host's home variables as set where schedule --install ran."""
+    # cron starts without CLAUDE_CONFIG_DIR, CODEX_HOME, …: without them the agent and
+    # `bridge prepare` in the run would use the default homes, not the person's.
+    values = [(v, (config.host_env.get(v) or "").strip()) for v in host_api(host).HOME_VARS]
+    lines = [f"export {name}={shlex.quote(value)}" for name, value in values if value]
+    return "\n".join(lines) or "# (none of them was set)"
 
 
 def schedule_entry(host: str, config: Config) -> str:

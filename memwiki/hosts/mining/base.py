@@ -167,6 +167,9 @@ class Host(Protocol):
     HOST: str
     # The variable naming the session a scheduled run is in (hosts.md §9), or None.
     SELF_SESSION_VAR: str | None
+    # The variables that move the host's files (its config home, state, workspace): the
+    # scheduled run must see the same ones, and cron starts without them.
+    HOME_VARS: tuple[str, ...]
     SOURCE: type[TranscriptSource]  # the module's transcript source class
 
     def instruction_file(self, config: Config) -> Path | None:

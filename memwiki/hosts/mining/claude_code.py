@@ -12,6 +12,7 @@ from .records import ROLES, Verdict, block_items, classify_blocks
 
 HOST = "claude-code"
 SELF_SESSION_VAR = "CLAUDE_CODE_SESSION_ID"
+HOME_VARS = ("CLAUDE_CONFIG_DIR",)
 
 
 def config_dir(config: Config) -> Path:

@@ -22,6 +22,7 @@ from .records import (
 
 HOST = "codex"
 SELF_SESSION_VAR = "CODEX_THREAD_ID"
+HOME_VARS = ("CODEX_HOME",)
 # Harness text Codex injects as if the user had typed it (hosts.md §2). The fallback for
 # rollouts without provenance: newer ones name each item's origin (content_item_kinds).
 INJECTED_MARKERS = (

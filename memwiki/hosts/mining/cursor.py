@@ -13,6 +13,7 @@ from .records import ROLES, Verdict, block_items, classify_blocks
 
 HOST = "cursor"
 SELF_SESSION_VAR = "CURSOR_CONVERSATION_ID"
+HOME_VARS: tuple[str, ...] = ()
 TRANSCRIPTS = "agent-transcripts"
 _USER_QUERY = re.compile(r"^\s*<user_query>\s*(.*?)\s*</user_query>\s*$", re.DOTALL)
 

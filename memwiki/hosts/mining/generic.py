@@ -14,6 +14,7 @@ from .records import ROLES, Verdict, parse_record
 
 HOST = "generic"
 SELF_SESSION_VAR = None  # unknown agent: the user must not point it at the memorize run
+HOME_VARS: tuple[str, ...] = ()
 DIALECTS = {
     1: "payload-wrapped (Codex)",
     2: "typed message tree (OpenClaw/pi)",

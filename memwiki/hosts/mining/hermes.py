@@ -29,6 +29,7 @@ from .sqlite_ro import (
 
 HOST = "hermes"
 SELF_SESSION_VAR = "HERMES_SESSION_ID"
+HOME_VARS = ("HERMES_HOME",)
 DB_NAME = "state.db"
 ROW_COLUMNS = ("role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp")
 
@@ -38,9 +39,41 @@ def hermes_home(config: Config) -> Path:
     return env_path(config, "HERMES_HOME") or config.home / ".hermes"
 
 
+def _root(config: Config, home: Path) -> Path:
+    """Where Hermes keeps active_profile and profiles/ (hermes_constants.get_default_hermes_root)."""
+    native = config.home / ".hermes"
+    try:
+        home.resolve().relative_to(native.resolve())
+        return native
+    except ValueError:
+        return home.parent.parent if home.parent.name == "profiles" else home
+
+
+def active_home(config: Config) -> Path:
+    """The home Hermes runs in: a named profile's when `hermes profile use` made it sticky.
+
+    Hermes 0.19 (hermes_cli/main.py, _apply_profile_override) trusts a HERMES_HOME that is
+    a profile directory; otherwise a name in <root>/active_profile other than "default"
+    makes <root>/profiles/<name> its home, so SOUL.md is read from there.
+    """
+    home = hermes_home(config)
+    if home.parent.name == "profiles":
+        return home
+    root = _root(config, home)
+    try:
+        name = (root / "active_profile").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):  # Hermes skips an unreadable file too
+        return home
+    if not name or name.casefold() == "default":
+        return home
+    profile = root / "profiles" / name.lower()
+    # A profile that does not exist stops Hermes itself ("Profile … does not exist").
+    return profile if profile.is_dir() else home
+
+
 def instruction_file(config: Config) -> Path | None:
-    """$HERMES_HOME/SOUL.md (the block goes inline: skills load on demand)."""
-    return hermes_home(config) / "SOUL.md"
+    """SOUL.md of the home Hermes runs in (the block goes inline: skills load on demand)."""
+    return active_home(config) / "SOUL.md"
 
 
 def host_present(config: Config) -> bool:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ...config import Config
+from . import openclaw_config
 from .base import JsonlSource, ReadResult, SessionRef, env_path
 from .records import ROLES, TOOL_CALL_BLOCKS, Verdict, block_items, block_types, tool_result
 from .sqlite_ro import (
@@ -22,6 +23,12 @@ from .sqlite_ro import (
 
 HOST = "openclaw"
 SELF_SESSION_VAR = None  # the wrapper names the run's session itself (BRIDGE_SESSION_PREFIX)
+HOME_VARS = (
+    "OPENCLAW_STATE_DIR",
+    "OPENCLAW_HOME",
+    "OPENCLAW_CONFIG_PATH",
+    "OPENCLAW_WORKSPACE_DIR",
+)
 DB_RELPATH = ("agent", "openclaw-agent.sqlite")
 # The session ids memwiki's scheduled OpenClaw runs use: the wrapper passes one per run,
 # this prefix plus a timestamp and its process id (the invocation names it, not a transcript).
@@ -38,8 +45,8 @@ def state_dir(config: Config) -> Path:
 
 
 def instruction_file(config: Config) -> Path | None:
-    """The default workspace's AGENTS.md."""
-    return state_dir(config) / "workspace" / "AGENTS.md"
+    """AGENTS.md in the default agent's workspace (openclaw.json may move it)."""
+    return openclaw_config.workspace(config, state_dir(config)) / "AGENTS.md"
 
 
 def host_present(config: Config) -> bool:

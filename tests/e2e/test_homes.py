@@ -1,0 +1,157 @@
+"""Instruction files outside the defaults, with the real clients: install writes where they read.
+
+OpenClaw: a workspace set in openclaw.json.
+
+OpenClaw reads AGENTS.md from the default agent's workspace, which `agents.defaults.workspace`
+in openclaw.json (JSON5) moves. memwiki's install used to write ~/.openclaw/workspace/AGENTS.md
+regardless, so the block never reached the model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from .harness import request_text
+from .test_hosts import BLOCK_MARK, HOSTS, USER_WORDS, World, _model_requests, _tool_outputs
+
+RULES = "Workspace rules: name every file you touch."
+
+
+def test_the_block_goes_into_the_configured_workspace(tmp_path_factory):
+    if "openclaw" not in HOSTS:
+        pytest.skip("openclaw not selected")
+    w = World(tmp_path_factory.mktemp("openclaw-workspace"), "openclaw")
+    try:
+        home = w.sb.home
+        workspace = home / "agent-notes"
+        workspace.mkdir()
+        (workspace / "AGENTS.md").write_text(f"{RULES}\n")
+        config = home / ".openclaw" / "openclaw.json"
+        cfg = json.loads(config.read_text())
+        cfg["agents"]["defaults"]["workspace"] = "~/agent-notes"
+        # As people edit it: a comment and unquoted keys (OpenClaw reads JSON5).
+        config.write_text("// my workspace lives in ~/agent-notes\n" + json.dumps(cfg, indent=2))
+        r = w.sb.memwiki("install", "--host", "openclaw", "--json")
+        assert r.rc == 0, r.err
+        [change] = r.json()["changes"]
+        assert change["path"] == str(workspace / "AGENTS.md"), change
+        mark = len(w.sb.requests())
+        w.sb.set_script([], "Done.")
+        run = w.p.run("say hello")
+        assert run.rc == 0 and not run.timed_out, (run.out[-2000:], run.err[-2000:])
+        bodies = _model_requests(w.sb, mark)
+        assert bodies, "openclaw sent no request to the fake model"
+        seen = request_text(bodies[0])
+        assert RULES in seen, "OpenClaw did not read the configured workspace"
+        assert BLOCK_MARK in seen, "the block is not in the workspace OpenClaw reads"
+        assert w.sb.memwiki("uninstall", "--host", "openclaw").rc == 0
+        assert (workspace / "AGENTS.md").read_text() == f"{RULES}\n"
+    finally:
+        w.sb.close()
+
+
+PERSONA = "You are Hermes at work. Sign every answer with -- H."
+
+
+def test_the_block_goes_into_the_active_hermes_profile(tmp_path_factory):
+    """Hermes: a named profile made sticky by `hermes profile use` (~/.hermes/active_profile)
+    moves its home, and SOUL.md with it; install wrote ~/.hermes/SOUL.md, not read then."""
+    if "hermes" not in HOSTS:
+        pytest.skip("hermes not selected")
+    w = World(tmp_path_factory.mktemp("hermes-profile"), "hermes")
+    try:
+        root = w.sb.home / ".hermes"
+        profile = root / "profiles" / "work"
+        profile.mkdir(parents=True)
+        (profile / "config.yaml").write_bytes((root / "config.yaml").read_bytes())
+        (profile / "SOUL.md").write_text(f"{PERSONA}\n")
+        (root / "active_profile").write_text("work\n")
+        r = w.sb.memwiki("install", "--host", "hermes", "--json")
+        assert r.rc == 0, r.err
+        [change] = r.json()["changes"]
+        assert change["path"] == str(profile / "SOUL.md"), change
+        mark = len(w.sb.requests())
+        w.sb.set_script([], "Done.")
+        run = w.p.run("say hello")
+        assert run.rc == 0 and not run.timed_out, (run.out[-2000:], run.err[-2000:])
+        bodies = _model_requests(w.sb, mark)
+        assert bodies, "hermes sent no request to the fake model"
+        seen = request_text(bodies[0])
+        assert PERSONA in seen, "Hermes did not run in the active profile"
+        assert BLOCK_MARK in seen, "the block is not in the SOUL.md Hermes reads"
+        assert w.sb.memwiki("uninstall", "--host", "hermes").rc == 0
+        assert (profile / "SOUL.md").read_text() == f"{PERSONA}\n"
+    finally:
+        w.sb.close()
+
+
+def test_the_scheduled_run_mines_a_moved_claude_config_dir(tmp_path_factory):
+    """Claude Code with CLAUDE_CONFIG_DIR: cron starts the scheduled run without it, so the
+    run's `bridge prepare` read ~/.claude/projects and never offered the person's sessions."""
+    if "claude-code" not in HOSTS:
+        pytest.skip("claude-code not selected")
+    w = World(tmp_path_factory.mktemp("claude-config-dir"), "claude-code")
+    try:
+        sb = w.sb
+        moved = sb.home / "claude-cfg"
+        (sb.home / ".claude").rename(moved)
+        env = {**w.p.env(), "CLAUDE_CONFIG_DIR": str(moved)}
+        assert sb.memwiki("init").rc == 0
+        sb.set_script([], "Use vault.")
+        run = sb.run(w.p.argv(USER_WORDS), env=env, cwd=sb.project)
+        assert run.rc == 0 and not run.timed_out, (run.out[-2000:], run.err[-2000:])
+        assert list(moved.glob("projects/*/*.jsonl")), "the client did not use the moved dir"
+        r = sb.memwiki("schedule", "--host", "claude-code", "--install", env=env)
+        assert r.rc == 0, r.err
+        wrapper = Path(re.search(r"/bin/sh (\S+)", (sb.home / ".crontab").read_text()).group(1))
+        prompt = (wrapper.parent / "claude-code.prompt.md").read_text()
+        cmds = re.findall(r"`([^`]*bridge (?:prepare|commit) --host \S+ --json)`", prompt)
+        sb.set_script(cmds, "Memorized.")
+        mark = len(sb.requests())
+        # As cron starts it: /bin/sh, a minimal PATH, and no CLAUDE_CONFIG_DIR.
+        cron = {k: v for k, v in w.p.env().items() if k not in ("PATH", "SHELL")}
+        cron.update(PATH=f"{sb.bin}:/usr/bin:/bin", SHELL="/bin/sh")
+        run = sb.run(["/bin/sh", str(wrapper)], env=cron, cwd=sb.home, timeout=180)
+        assert run.rc == 0 and not run.timed_out, (run.out[-2000:], run.err[-2000:])
+        flat = [o.replace("\\", "") for b in _model_requests(sb, mark) for o in _tool_outputs(b)]
+        prepared = [o for o in flat if '"nothing_new"' in o]
+        assert prepared and '"nothing_new": false' in prepared[0], flat
+    finally:
+        w.sb.close()
+
+
+def test_install_under_moved_homes_reaches_claude_code_and_codex(tmp_path_factory):
+    """CLAUDE_CONFIG_DIR and CODEX_HOME move where the real clients read their instruction
+    files (and Claude Code its settings.json): install with them set writes there."""
+    for host, var, folder in (
+        ("claude-code", "CLAUDE_CONFIG_DIR", ".claude"),
+        ("codex", "CODEX_HOME", ".codex"),
+    ):
+        if host not in HOSTS:
+            continue
+        w = World(tmp_path_factory.mktemp(f"{host}-moved-home"), host)
+        try:
+            sb = w.sb
+            moved = sb.home / f"{host}-home"
+            (sb.home / folder).rename(moved)
+            if host == "codex":  # a default home too, on the fake model: never the network
+                (sb.home / folder).mkdir()
+                (sb.home / folder / "config.toml").write_bytes((moved / "config.toml").read_bytes())
+            env = {**w.p.env(), var: str(moved)}
+            assert sb.memwiki("init").rc == 0
+            r = sb.memwiki("install", "--host", host, "--json", env=env)
+            assert r.rc == 0, r.err
+            assert all(c["path"].startswith(str(moved)) for c in r.json()["changes"]), r.out
+            mark = len(sb.requests())
+            sb.set_script([], "Done.")
+            run = sb.run(w.p.argv("say hello"), env=env, cwd=sb.project)
+            assert run.rc == 0 and not run.timed_out, (run.out[-2000:], run.err[-2000:])
+            bodies = _model_requests(sb, mark)
+            assert bodies and BLOCK_MARK in request_text(bodies[0]), f"{host}: block not read"
+            assert sb.memwiki("uninstall", "--host", host, env=env).rc == 0
+        finally:
+            w.sb.close()

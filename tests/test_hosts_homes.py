@@ -1,0 +1,199 @@
+"""Instruction files outside the defaults: install writes where the real client reads.
+
+OpenClaw reads AGENTS.md from the workspace openclaw.json names; Hermes reads SOUL.md from
+the profile `hermes profile use` made sticky. Each test writes real files and runs the real
+`memwiki` command with its own HOME; tests/e2e/test_homes.py shows the real clients reading
+the files install wrote.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memwiki.hosts.integrate.block import BEGIN
+
+
+@pytest.fixture
+def mw(run_memwiki, tmp_path):
+    """memwiki with HOME (and XDG) in tmp_path; the crontab holds nothing."""
+    home = tmp_path / "home"
+    (home / ".openclaw").mkdir(parents=True)
+    (home / ".hermes").mkdir()
+    (tmp_path / "bin").mkdir()
+    crontab = tmp_path / "bin" / "crontab"
+    crontab.write_text('#!/bin/sh\necho "no crontab for $USER" >&2\nexit 1\n')
+    crontab.chmod(0o755)
+
+    def run(*argv: str, env: dict[str, str] | None = None):
+        full = {
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
+            **(env or {}),
+        }
+        done = run_memwiki(*argv, env=full)
+        assert "Traceback" not in done.stderr, done.stderr
+        return done
+
+    run.home = home  # type: ignore[attr-defined]
+    return run
+
+
+def config(mw, text: str) -> None:
+    (mw.home / ".openclaw" / "openclaw.json").write_text(text)
+
+
+def target(done) -> Path:
+    assert done.returncode == 0, done.stderr
+    [change] = json.loads(done.stdout)["changes"]
+    return Path(change["path"])
+
+
+def test_install_follows_agents_defaults_workspace(mw, tmp_path):
+    """Bug: install wrote ~/.openclaw/workspace/AGENTS.md while openclaw.json set another
+    workspace: OpenClaw never read the block."""
+    ws = mw.home / "notes-agent"
+    ws.mkdir()
+    (ws / "AGENTS.md").write_text("# Workspace rules\n")
+    config(
+        mw,
+        "// written by openclaw onboard, then edited by hand\n"
+        "{\n  agents: {\n    defaults: {\n      workspace: '~/notes-agent',\n"
+        '      model: { primary: "fake/fake-model" },\n    },\n  },\n}\n',
+    )
+    assert target(mw("install", "--host", "openclaw", "--json")) == ws / "AGENTS.md"
+    assert BEGIN in (ws / "AGENTS.md").read_text()
+    assert not (mw.home / ".openclaw" / "workspace").exists()
+    detect = json.loads(mw("hosts", "detect", "--json").stdout)
+    [st] = [h for h in detect["hosts"] if h["host"] == "openclaw"]
+    assert st["instruction_file"] == str(ws / "AGENTS.md") and st["installed"]
+    mw("uninstall", "--host", "openclaw")
+    assert (ws / "AGENTS.md").read_text() == "# Workspace rules\n"
+
+
+def test_the_default_agents_own_workspace_wins(mw, tmp_path):
+    """An agent entry's workspace beats agents.defaults.workspace (agents.list, older)."""
+    own = tmp_path / "own"
+    own.mkdir()
+    config(
+        mw,
+        json.dumps(
+            {
+                "agents": {
+                    "defaults": {"workspace": str(tmp_path / "shared")},
+                    "list": [{"id": "main", "default": True, "workspace": str(own)}],
+                }
+            }
+        ),
+    )
+    assert target(mw("install", "--host", "openclaw", "--json")) == own / "AGENTS.md"
+
+
+def test_a_fleet_member_without_its_own_workspace_gets_a_subdirectory(mw, tmp_path):
+    """In a fleet with another default agent, main uses <defaults.workspace>/main."""
+    (tmp_path / "root" / "main").mkdir(parents=True)
+    cfg = {
+        "agents": {
+            "defaults": {"workspace": str(tmp_path / "root")},
+            "entries": {"work": {"default": True, "workspace": str(tmp_path / "w")}, "main": {}},
+        }
+    }
+    config(mw, json.dumps(cfg))
+    # The default agent is "work": its own workspace.
+    (tmp_path / "w").mkdir()
+    assert target(mw("install", "--host", "openclaw", "--json")) == tmp_path / "w" / "AGENTS.md"
+    del cfg["agents"]["entries"]["work"]["default"]
+    config(mw, json.dumps(cfg))
+    expected = tmp_path / "root" / "main" / "AGENTS.md"
+    assert target(mw("install", "--host", "openclaw", "--json")) == expected
+
+
+def test_openclaw_workspace_dir_and_config_path_variables(mw, tmp_path):
+    """OPENCLAW_WORKSPACE_DIR moves the default workspace; OPENCLAW_CONFIG_PATH the config."""
+    ws = tmp_path / "env-ws"
+    ws.mkdir()
+    env = {"OPENCLAW_WORKSPACE_DIR": str(ws)}
+    assert target(mw("install", "--host", "openclaw", "--json", env=env)) == ws / "AGENTS.md"
+    other = tmp_path / "cfg-ws"
+    other.mkdir()
+    cfg = tmp_path / "elsewhere.json"
+    cfg.write_text(json.dumps({"agents": {"defaults": {"workspace": str(other)}}}))
+    env["OPENCLAW_CONFIG_PATH"] = str(cfg)
+    assert target(mw("install", "--host", "openclaw", "--json", env=env)) == other / "AGENTS.md"
+
+
+def test_a_config_memwiki_cannot_follow_is_one_line_not_a_guess(mw):
+    """A broken openclaw.json, or a workspace OpenClaw resolves on its own (a relative path,
+    a ${VAR}), is refused with one line naming the file (exit 2): never the default."""
+    for text in ("{ agents: ", '{"agents": {"defaults": {"workspace": "rel/ws"}}}'):
+        config(mw, text)
+        done = mw("install", "--host", "openclaw")
+        assert done.returncode == 2, done.stderr
+        [line] = done.stderr.splitlines()
+        assert "openclaw.json" in line and "--path" in line
+        detect = json.loads(mw("hosts", "detect", "--json").stdout)
+        [st] = [h for h in detect["hosts"] if h["host"] == "openclaw"]
+        assert any("install would stop" in n for n in st["notes"]), st
+    assert not (mw.home / ".openclaw" / "workspace").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("{a: 1, 'b': 'it\\'s', \"c\": [1, 2,],}", {"a": 1, "b": "it's", "c": [1, 2]}),
+        (
+            '/* x */ {"u": "http://h/p", // note\n n: -.5, h: 0x1F}',
+            {"u": "http://h/p", "n": -0.5, "h": 31},
+        ),
+    ],
+)
+def test_json5_as_openclaw_writes_it(text, value):
+    from memwiki.hosts.mining.openclaw_config import json5_loads
+
+    assert json5_loads(text) == value
+
+
+# --- Hermes: a sticky named profile ---------------------------------------------------------
+
+
+def hermes_profile(mw, name: str = "work") -> Path:
+    """What `hermes profile create work` and `hermes profile use work` leave behind."""
+    root = mw.home / ".hermes"
+    (root / "profiles" / name).mkdir(parents=True)
+    (root / "active_profile").write_text(f"{name}\n")
+    return root / "profiles" / name
+
+
+def test_hermes_install_follows_the_active_profile(mw):
+    """Bug: with a profile made sticky by `hermes profile use`, install wrote ~/.hermes/SOUL.md,
+    which Hermes no longer reads (it reads the profile's SOUL.md)."""
+    profile = hermes_profile(mw)
+    (mw.home / ".hermes" / "SOUL.md").write_text("You are Hermes.\n")
+    assert target(mw("install", "--host", "hermes", "--json")) == profile / "SOUL.md"
+    assert (mw.home / ".hermes" / "SOUL.md").read_text() == "You are Hermes.\n"
+    detect = json.loads(mw("hosts", "detect", "--json").stdout)
+    [st] = [h for h in detect["hosts"] if h["host"] == "hermes"]
+    assert st["instruction_file"] == str(profile / "SOUL.md") and st["installed"]
+    mw("uninstall", "--host", "hermes")
+    assert not (profile / "SOUL.md").exists()
+
+
+def test_hermes_home_set_to_a_profile_or_a_missing_profile(mw, tmp_path):
+    """HERMES_HOME naming a profile directory wins over active_profile, as in Hermes; a
+    sticky name whose directory is gone leaves the default home (Hermes stops on it)."""
+    hermes_profile(mw, "work")
+    other = mw.home / ".hermes" / "profiles" / "play"
+    other.mkdir()
+    env = {"HERMES_HOME": str(other)}
+    assert target(mw("install", "--host", "hermes", "--json", env=env)) == other / "SOUL.md"
+    (mw.home / ".hermes" / "active_profile").write_text("gone\n")
+    default = mw.home / ".hermes" / "SOUL.md"
+    assert target(mw("install", "--host", "hermes", "--json")) == default
+    # HERMES_HOME at the root (a systemd unit) still follows the sticky profile.
+    (mw.home / ".hermes" / "active_profile").write_text("Work\n")
+    env = {"HERMES_HOME": str(mw.home / ".hermes")}
+    expected = mw.home / ".hermes" / "profiles" / "work" / "SOUL.md"
+    assert target(mw("install", "--host", "hermes", "--json", env=env)) == expected
