@@ -1,0 +1,91 @@
+"""A wiki someone else wrote: what a teammate (or a stolen account) can push, pulled for real.
+
+Every test pushes a teammate's wiki to a bare remote on disk, clones it with `memwiki
+clone`, and runs the commands a colleague's agent runs on it (`retrieve`, `list`, `lint`,
+`show`) as real processes with a timeout: crafted input must cost about what a normal file
+of its size costs, never hang, never leak, and never forge lines of the retrieve block.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+
+def gitcli(cwd: Path, *args: str) -> str:
+    """The git CLI with a timeout (the teammate's side is plain git, as a person's would be)."""
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=30
+    )
+    return done.stdout
+
+
+def recall(name: str, body: str, frontmatter: str = "") -> str:
+    """A RecallFile's text; frontmatter: extra YAML lines after name and description."""
+    return f"---\nname: {name}\ndescription: Notes about {name}\n{frontmatter}---\n{body}"
+
+
+def pulled(tmp_path: Path, run_memwiki, files: dict[str, str], links: dict[str, str] = {}):
+    """A teammate's wiki holding files (and symlinks rel -> target), pushed and cloned here."""
+    team = tmp_path / "team"
+    assert run_memwiki("init", team).returncode == 0
+    for rel, text in files.items():
+        path = team / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    for rel, target in links.items():
+        os.symlink(target, team / rel)
+    gitcli(team, "add", "-A")
+    gitcli(team, "commit", "-q", "-m", "teammate's push")
+    remote = tmp_path / "remote.git"
+    gitcli(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    gitcli(team, "push", "-q", str(remote), "HEAD:main")
+    mine = tmp_path / "mine"
+    done = run_memwiki("clone", remote, mine)
+    assert done.returncode == 0, done.stderr
+    return mine
+
+
+def timed(run_memwiki, *argv, timeout: float = 60):
+    """(completed process, seconds) of one memwiki command."""
+    start = time.monotonic()
+    done = run_memwiki(*argv, timeout=timeout)
+    return done, time.monotonic() - start
+
+
+# ------------------------------------------------------------------ pathological markdown
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param("# a" + " " * 200_000 + "x", id="heading-then-spaces"),
+        pytest.param("- " + "." * 200_000 + "x", id="resource-dots"),
+        pytest.param("- `x` - a" + " " * 200_000 + "y", id="resource-spaces"),
+    ],
+)
+def test_a_crafted_long_line_costs_what_a_normal_file_costs(
+    tmp_path, run_memwiki, monkeypatch, line
+):
+    """One 200 KB line built to make a backtracking regex quadratic (an hour before) is read
+    in about the time of an ordinary file of the same size (a second or two)."""
+    monkeypatch.setenv("MEMWIKI_EMBED", "hash")  # the markdown is under test, not the model
+    normal = "\n".join(f"line {i} about the billing service" for i in range(6000))
+    wiki = pulled(
+        tmp_path,
+        run_memwiki,
+        {
+            "project/crafted.md": recall("crafted", f"# Resources\n{line}\n"),
+            "memory/normal.md": recall("normal", f"# Billing\n{normal}\n"),
+        },
+    )
+    for argv in (("retrieve", "billing"), ("lint",), ("list",)):
+        done, seconds = timed(run_memwiki, "--wiki", wiki, *argv, timeout=60)
+        assert done.returncode in (0, 1), done.stderr
+        assert "Traceback" not in done.stderr
+        assert seconds < 20, (argv, seconds)
