@@ -89,3 +89,58 @@ def test_a_crafted_long_line_costs_what_a_normal_file_costs(
         assert done.returncode in (0, 1), done.stderr
         assert "Traceback" not in done.stderr
         assert seconds < 20, (argv, seconds)
+
+
+# ------------------------------------------------------------------ YAML in frontmatter
+
+
+def billion_laughs(levels: int) -> str:
+    """Frontmatter lines of nested aliases: 9**levels strings once expanded."""
+    lines = ['l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, levels):
+        lines.append(f"l{i}: &l{i} [{','.join([f'*l{i - 1}'] * 9)}]")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_billion_laughs_frontmatter_is_refused_where_it_is_read(tmp_path, run_memwiki):
+    """Nine lines of nested aliases expand to 43 million strings in `show --json` (minutes,
+    gigabytes before): the alias is refused with its line, the file kept and not indexed,
+    and every command a colleague runs answers at once."""
+    wiki = pulled(
+        tmp_path,
+        run_memwiki,
+        {
+            "memory/bomb.md": recall("bomb", "# Bomb\nlaughs about billing\n", billion_laughs(8)),
+            "memory/fine.md": recall("fine", "# Fine\nbilling is fine\n"),
+        },
+    )
+    for argv in (
+        ("show", "--json", "memory/bomb"),
+        ("list", "--json"),
+        ("lint",),
+        ("retrieve", "--json", "billing"),
+    ):
+        done, seconds = timed(run_memwiki, "--wiki", wiki, *argv, timeout=30)
+        assert seconds < 15, (argv, seconds)
+        assert "Traceback" not in done.stderr, argv
+        if argv[0] == "show":
+            assert done.returncode != 0
+            assert done.stderr.count("\n") == 1, done.stderr  # one line
+            assert "memory/bomb.md:5:" in done.stderr and "alias *l0" in done.stderr
+        if argv[0] == "lint":
+            assert "memory/bomb.md:5: invalid YAML in frontmatter: alias *l0" in done.stdout
+        if argv[0] == "retrieve":
+            paths = [hit["path"] for hit in json.loads(done.stdout)["results"]]
+            assert paths == ["memory/fine.md"]
+    assert "l7: &l7" in (wiki / "memory/bomb.md").read_text()  # kept as pushed
+
+
+def test_a_huge_frontmatter_is_refused_before_yaml_reads_it(tmp_path, run_memwiki):
+    """4 MiB of keys took PyYAML about 25 s, in every command that read the file; over
+    256 KiB the frontmatter is not read, and lint says so."""
+    keys = "".join(f"k{i}: {{a: {i}}}\n" for i in range(260_000))
+    wiki = pulled(tmp_path, run_memwiki, {"memory/wide.md": recall("wide", "# Wide\n", keys)})
+    done, seconds = timed(run_memwiki, "--wiki", wiki, "lint", timeout=60)
+    assert seconds < 15, seconds
+    assert "memory/wide.md:2: frontmatter is" in done.stdout
+    assert "over the 256 KiB limit" in done.stdout
