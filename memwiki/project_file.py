@@ -15,9 +15,7 @@ RESOURCE_ENTRY = re.compile(r"^(\s*[-*]\s+)`([^`\n]+)`(?:\s*(?:—|--|-|:)\s*(.*
 # (a `/` or a `.` in it) and a separator. Other bullets are a person's prose, left alone.
 # The word is taken whole (possessive) after a look-ahead for its `/` or `.`: written as
 # `[^\s`]*[/.][^\s`]*` it was quadratic in the word's length (seconds for 20 KB of dots).
-_MEANT_AS_ENTRY = re.compile(
-    r"^\s*[-*+]\s+(?:`|(?=[^\s`]*[/.])[^\s`]*+\s+(?:—|--|-|:)(?:\s|$))"
-)
+_MEANT_AS_ENTRY = re.compile(r"^\s*[-*+]\s+(?:`|(?=[^\s`]*[/.])[^\s`]*+\s+(?:—|--|-|:)(?:\s|$))")
 
 
 def resources_span(lines: list[str]) -> tuple[int, int] | None:

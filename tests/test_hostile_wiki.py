@@ -30,8 +30,9 @@ def recall(name: str, body: str, frontmatter: str = "") -> str:
     return f"---\nname: {name}\ndescription: Notes about {name}\n{frontmatter}---\n{body}"
 
 
-def pulled(tmp_path: Path, run_memwiki, files: dict[str, str], links: dict[str, str] = {}):
+def pulled(tmp_path: Path, run_memwiki, files: dict[str, str], links: dict | None = None):
     """A teammate's wiki holding files (and symlinks rel -> target), pushed and cloned here."""
+    links = links or {}
     team = tmp_path / "team"
     assert run_memwiki("init", team).returncode == 0
     for rel, text in files.items():
@@ -144,3 +145,44 @@ def test_a_huge_frontmatter_is_refused_before_yaml_reads_it(tmp_path, run_memwik
     assert seconds < 15, seconds
     assert "memory/wide.md:2: frontmatter is" in done.stdout
     assert "over the 256 KiB limit" in done.stdout
+
+
+# ------------------------------------------------------------------ symlinks into dot-folders
+
+
+def test_a_pulled_link_into_git_or_the_sidecar_is_never_read(tmp_path, run_memwiki, monkeypatch):
+    """A teammate's note that links to `../.git/config` (a remote URL may hold a token) or
+    into `.memwiki/` was read like any file inside the wiki: `retrieve` and `show` printed
+    the sidecar's file to the agent. Both are now links leading outside: not listed, not
+    indexed, refused by `show` in one line, reported by `lint`."""
+    monkeypatch.setenv("MEMWIKI_EMBED", "hash")
+    wiki = pulled(
+        tmp_path,
+        run_memwiki,
+        {"memory/fine.md": recall("fine", "# Fine\nthe sidecar is fine\n")},
+        links={"memory/notes.md": "../.git/config", "memory/planted.md": "../.memwiki/planted.md"},
+    )
+    # Anything memwiki keeps in its sidecar (run transcripts, caches) stands for this file.
+    (wiki / ".memwiki").mkdir(exist_ok=True)
+    secret = recall("planted", "# Secret\nsidecar secret token-1234\n")
+    (wiki / ".memwiki/planted.md").write_text(secret, encoding="utf-8")
+    gitcli(wiki, "config", "remote.origin.url", "https://ada:token-1234@example.invalid/w.git")
+
+    done = run_memwiki("--wiki", wiki, "retrieve", "--json", "sidecar secret", timeout=60)
+    assert [hit["path"] for hit in json.loads(done.stdout)["results"]] == ["memory/fine.md"]
+    assert "token-1234" not in done.stdout + done.stderr
+    for ref in ("memory/planted", "memory/notes"):
+        done = run_memwiki("--wiki", wiki, "show", ref, timeout=60)
+        assert done.returncode != 0 and "token-1234" not in done.stdout + done.stderr
+        assert done.stderr == (
+            f"memwiki: error: refused path '{ref}.md': it leads into a dot-folder of the wiki\n"
+        )
+    done = run_memwiki("--wiki", wiki, "list", timeout=60)
+    assert "planted" not in done.stdout and "notes" not in done.stdout + done.stderr
+    done = run_memwiki("--wiki", wiki, "lint", timeout=60)
+    assert done.stdout.splitlines() == [
+        "memory/notes.md:1: symlink to .git/config, in a dot-folder of the wiki: "
+        "not read, not indexed",
+        "memory/planted.md:1: symlink to .memwiki/planted.md, in a dot-folder of the wiki: "
+        "not read, not indexed",
+    ]
