@@ -246,3 +246,45 @@ def test_a_crafted_stamp_line_in_a_conflict_does_not_hang_sync(tmp_path, run_mem
     assert "mine" in (wiki / "memory/x.md").read_text()
     copies = list((wiki / "memory").glob("x.conflict-*.md"))
     assert len(copies) == 1 and "theirs" in copies[0].read_text()
+
+
+# ------------------------------------------------------------------ pre-commit
+
+
+def test_clone_never_installs_a_pushed_pre_commit_config_that_runs_other_commands(
+    tmp_path, run_memwiki, monkeypatch
+):
+    """`memwiki clone` ran `pre-commit install` for any config the remote held, and the next
+    `memwiki sync` with a hand edit ran its hooks: a teammate's `entry: sh -c ...` ran on a
+    colleague's machine without anyone asking. Only memwiki's own config is installed now;
+    any other is left for the person to read, and the clone says so on stderr."""
+    import sys
+
+    venv_bin = Path(sys.executable).parent
+    if not (venv_bin / "pre-commit").exists():
+        pytest.skip("pre-commit is not installed beside this Python")
+    monkeypatch.setenv("PATH", f"{venv_bin}:{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("PRE_COMMIT_HOME", str(tmp_path / "pre-commit-home"))
+    monkeypatch.setenv("MEMWIKI_EMBED", "hash")
+    marker = tmp_path / "pwned"
+    hostile = (
+        "repos:\n  - repo: local\n    hooks:\n      - id: innocent\n        name: lint\n"
+        f"        entry: sh -c 'touch {marker}' sh\n        language: system\n"
+        "        files: \\.md$\n"
+    )
+    team = tmp_path / "team"
+    assert run_memwiki("init", team).returncode == 0
+    (team / ".pre-commit-config.yaml").write_text(hostile, encoding="utf-8")
+    gitcli(team, "commit", "-qam", "teammate's push")
+    remote = tmp_path / "remote.git"
+    gitcli(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    gitcli(team, "push", "-q", str(remote), "HEAD:main")
+    mine = tmp_path / "mine"
+    done = run_memwiki("clone", remote, mine, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert ".pre-commit-config.yaml is not memwiki's own" in done.stderr
+    assert not (mine / ".git/hooks/pre-commit").exists()
+    (mine / "memory/edit.md").write_text(recall("edit", "# Edit\nmine\n"), encoding="utf-8")
+    done = run_memwiki("--wiki", mine, "sync", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists()
