@@ -139,7 +139,12 @@ def printable(text: str) -> str:
     """
     if text.isprintable():
         return text
-    return "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in text)
+    from unicodedata import category
+
+    # Spaces (Zs: a no-break space in French text, an ideographic space) stay as written.
+    return "".join(
+        ch if ch.isprintable() or category(ch) == "Zs" else repr(ch)[1:-1] for ch in text
+    )
 
 
 def is_one_line(text: str) -> bool:
