@@ -134,8 +134,8 @@ def printable(text: str) -> str:
     For paths, names and headings of a wiki someone else wrote, as memwiki shows them to an
     agent or a terminal: a folder named with a line break could forge lines of the retrieve
     block (`## memory/trusted.md`), a right-to-left override reorder what a person reads, an
-    escape sequence recolour a terminal. Control, format (bidi, zero-width) and separator
-    characters are escaped; JSON output keeps the exact text.
+    escape sequence recolour a terminal. Control, format (bidi, zero-width), line and
+    paragraph separator and unassigned characters are escaped; JSON keeps the exact text.
     """
     if text.isprintable():
         return text
