@@ -112,6 +112,16 @@ class RetrievalResult:
         """The result files' paths, best first."""
         return [r.path for r in self.results]
 
+    def files_text(self) -> str:
+        """`--files`: one path a line, best first, each shown one line (see printable).
+
+        A pulled folder named `x\n/home/ada/.ssh/id_rsa\n` must not add a line that a
+        script or an agent piping the list to `cat` would read as a path of its own.
+        """
+        from ..recallfile import printable
+
+        return "".join(f"{printable(p)}\n" for p in self.paths())
+
     def mode_line(self) -> str:
         """Which lists made the answer (and why vectors were left out, if they were)."""
         note = self.index.get("note")
