@@ -127,7 +127,9 @@ def _index(wiki, config):
         return None, Check("index", False, f"cannot build the index: {type(exc).__name__}: {exc}")
     state = snap.state
     stale = "fresh" if not problem and not changes else f"was {problem or 'stale'}, now updated"
-    skipped = [f"{p}: {e.problem}" for p, e in state.files.items() if e.problem]
+    from .recallfile import printable  # one line, whatever a pulled folder is called
+
+    skipped = [printable(f"{p}: {e.problem}") for p, e in state.files.items() if e.problem]
     detail = f"{stale}; {len(state.files) - len(skipped)} files, {len(state.rows)} items"
     if skipped:
         detail += f"; {len(skipped)} not indexed ({skipped[0]}{' …' if len(skipped) > 1 else ''})"
@@ -199,6 +201,8 @@ def _live(wiki, index) -> Check:
     except Exception as exc:
         return Check("retrieve", False, f"{type(exc).__name__}: {exc}")
     ms = (time.perf_counter() - started) * 1000
-    top = result.results[0].path if result.results else "(no result)"
+    from .recallfile import printable  # an escape sequence in a pulled name stays text
+
+    top = printable(result.results[0].path) if result.results else "(no result)"
     ok = bool(result.results) or not rows
     return Check("retrieve", ok, f"{query[:40]!r} -> {top} in {ms:.0f} ms ({result.mode})")

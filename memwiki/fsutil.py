@@ -91,6 +91,10 @@ def safe_join(root: Path, *parts: str) -> Path:
     resolved = candidate.resolve()
     if resolved != root and root not in resolved.parents:
         raise InvalidInput(f"refused path {'/'.join(parts)!r}: it leads outside the wiki")
+    if resolved != root and not link_target_ok(str(resolved), str(root)):
+        raise InvalidInput(
+            f"refused path {'/'.join(parts)!r}: it leads into a dot-folder of the wiki"
+        )
     return candidate
 
 
@@ -158,8 +162,8 @@ def markdown_files(top: Path, root: Path) -> Iterator[Path]:
             else:
                 stack.append(below)
         elif name.endswith(".md") and not is_dir:
-            if is_link and not is_inside(Path(path), root):
-                continue  # a link leading outside the wiki is never read
+            if is_link and not link_target_ok(os.path.realpath(path), os.path.realpath(root)):
+                continue  # a link leading outside the wiki (or into .git/) is never read
             yield Path(path)
 
 
@@ -177,11 +181,18 @@ def _entry(e: os.DirEntry) -> tuple[str, bool, bool, str]:
     return e.name, is_dir, e.is_symlink(), e.path
 
 
-def is_inside(path: Path, root: Path) -> bool:
-    """True when path, symlinks resolved, is root or lies under it.
+def link_target_ok(real: str, root_real: str) -> bool:
+    """True when a symlink in the wiki may be followed to real: inside root_real, in no dot-entry.
 
-    os.path.realpath, not Path.resolve: on Python 3.11 resolve raises RuntimeError on a
-    symlink loop, where realpath stops at the loop (which the reader then reports).
+    The one rule for where a link in the wiki may lead (the index walk, `list`, `lint`,
+    `show` and the writers all ask here). Both paths are already resolved (os.path.realpath,
+    not Path.resolve: on Python 3.11 resolve raises RuntimeError on a symlink loop, where
+    realpath stops at the loop, which the reader then reports). A pulled note that links to
+    `../.git/config` (whose remote URL may hold a token) or into `.memwiki/` (the index, run
+    transcripts) is treated like a link leading outside: every reader skips it, as they skip
+    the dot-folders themselves, and lint reports it.
     """
-    resolved = Path(os.path.realpath(path))
-    return resolved == root or root in resolved.parents
+    prefix = root_real.rstrip(os.sep) + os.sep
+    if not real.startswith(prefix):
+        return False
+    return not any(part.startswith(".") for part in real[len(prefix) :].split(os.sep))

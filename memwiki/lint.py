@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from . import markdown
 from . import recallfile as rfmod
+from .fsutil import link_target_ok
 from .git.conflicts import find_conflict_copies
 from .index.listing import ListingCache
 from .links import LinkIndex, broken_links, note_key
@@ -188,10 +189,14 @@ def outside_symlinks(root: Path) -> list[Problem]:
         if not path.is_symlink():
             return False
         target = Path(os.path.realpath(path))
-        if target == root or root in target.parents:
+        if target == root or link_target_ok(str(target), str(root)):
             return False
         rel = path.relative_to(root).as_posix()
-        out.append(Problem(rel, 1, f"symlink to {target}, outside the wiki: not read, not indexed"))
+        if target.is_relative_to(root):
+            where = f"{target.relative_to(root).as_posix()}, in a dot-folder of the wiki"
+        else:
+            where = f"{target}, outside the wiki"
+        out.append(Problem(rel, 1, f"symlink to {where}: not read, not indexed"))
         return True
 
     for top in sorted(root.iterdir()):

@@ -25,9 +25,11 @@ from typing import NamedTuple
 BOM = "\ufeff"
 # A top-level key line; "- x: y" is an entry of a flush-left block sequence, not a key.
 KEY_LINE = re.compile(r"^(?!- )([^\s#:][^:]*):(\s|$)")
-# ATX heading: up to three spaces, 1-6 '#', then a space, a tab or the end of the line; an
-# optional closing run of '#' (preceded by a space) is not part of the text.
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))??(?:[ \t]+#+)?[ \t]*$")
+# ATX heading's opening: up to three spaces, 1-6 '#', then a space, a tab or the end of the
+# line. The rest (an optional closing run of '#' after a space is not part of the text) is
+# cut with string methods in heading(): a regex with a lazy text group before the optional
+# closing run backtracks quadratically on a long line of spaces (minutes for one 20 KB line).
+_ATX = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
 _LIST_ITEM = re.compile(r"^( *)([-+*]|\d{1,9}[.)])( +|$)")
@@ -181,10 +183,18 @@ def heading(line: str) -> tuple[int, str] | None:
     """(level, text) when line is an ATX heading (ignoring whether it lies in code), else None."""
     if "#" not in line[:4]:
         return None
+    if line.endswith("\n"):
+        line = line[:-1]  # "$" in the heading grammar matches before one final newline
+    if "\n" in line:
+        return None
     m = _ATX.match(line)
     if not m:
         return None
-    return len(m.group(1)), (m.group(2) or "").strip()
+    rest = line[m.end() :].rstrip(" \t")
+    bare = rest.rstrip("#")
+    if len(bare) < len(rest) and (not bare or bare[-1] in " \t"):
+        rest = bare  # a closing run of '#' after a space or a tab
+    return len(m.group(1)), rest.strip()
 
 
 # ---------------------------------------------------------------- code

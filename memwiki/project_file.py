@@ -7,11 +7,15 @@ from __future__ import annotations
 import re
 
 RESOURCES = "Resources"
-# One resource line: "- `path/relative/to/the/repo` — one-line description".
-RESOURCE_ENTRY = re.compile(r"^(\s*[-*]\s+)`([^`\n]+)`(?:\s*(?:—|--|-|:)\s*(.*?))?\s*$")
+# One resource line: "- `path/relative/to/the/repo` — one-line description". The
+# description (group 3) keeps its trailing spaces, which every reader strips: a lazy group
+# before a final `\s*$` backtracks quadratically on a long line of spaces in a pulled file.
+RESOURCE_ENTRY = re.compile(r"^(\s*[-*]\s+)`([^`\n]+)`(?:\s*(?:—|--|-|:)\s*(.*))?\s*$")
 # A bullet meant as a resource line: it opens with a backtick, or with a path-like word
 # (a `/` or a `.` in it) and a separator. Other bullets are a person's prose, left alone.
-_MEANT_AS_ENTRY = re.compile(r"^\s*[-*+]\s+(?:`|[^\s`]*[/.][^\s`]*\s+(?:—|--|-|:)(?:\s|$))")
+# The word is taken whole (possessive) after a look-ahead for its `/` or `.`: written as
+# `[^\s`]*[/.][^\s`]*` it was quadratic in the word's length (seconds for 20 KB of dots).
+_MEANT_AS_ENTRY = re.compile(r"^\s*[-*+]\s+(?:`|(?=[^\s`]*[/.])[^\s`]*+\s+(?:—|--|-|:)(?:\s|$))")
 
 
 def resources_span(lines: list[str]) -> tuple[int, int] | None:

@@ -114,7 +114,7 @@ def run_retrieve(
 
         emit_json(result.to_dict())
     elif files:
-        sys.stdout.write("".join(f"{p}\n" for p in result.paths()))
+        sys.stdout.write(result.files_text())
     else:
         sys.stdout.write(result.to_markdown())
     if result.write_later is not None:  # the edit the answer read, written now it is out

@@ -102,6 +102,22 @@ def run_install(wiki: Wiki, config_written: bool = False) -> HookSetup:
     return setup
 
 
+def is_memwikis_own(root: Path) -> bool:
+    """True when the wiki's .pre-commit-config.yaml is exactly the one memwiki writes.
+
+    Any other config (a team's own rules, or a teammate's push) can run any command on
+    every commit once installed: only memwiki's own is installed without being asked.
+    """
+    from ..templating import load
+    from ..wiki import PRE_COMMIT_CONFIG
+
+    try:
+        text = (Path(root) / PRE_COMMIT_CONFIG).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return text.replace("\r\n", "\n") == load("wiki/pre-commit-config.yaml")
+
+
 def install(wiki: Wiki) -> HookSetup:
     """Complete the wiki's layout (its pre-commit config, committed) and run `pre-commit install`."""
     from ..wiki import PRE_COMMIT_CONFIG, Wiki

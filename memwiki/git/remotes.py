@@ -244,7 +244,14 @@ def clone(url: str, path: Path | None, config) -> CloneResult:
         var = config.settings["wiki"].source.split(":", 1)[1]
         warnings.append(f"{var} is set and overrides the config file: unset it to use the clone")
     hooks = None
-    if had_hooks:
+    if had_hooks and not precommit.is_memwikis_own(wiki.root):
+        # A pulled config may run any command at every commit and sync: the person reads it
+        # and decides (docs/sync.md, "A wiki someone else wrote").
+        warnings.append(
+            f"{PRE_COMMIT_CONFIG} is not memwiki's own, so its hooks were not installed "
+            f"(they could run any command): read it, then run `memwiki hooks install` in {wiki.root}"
+        )
+    elif had_hooks:
         try:
             setup = precommit.run_install(wiki)
         except MemwikiError as exc:

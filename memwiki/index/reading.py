@@ -67,7 +67,9 @@ def read_many(
         files[rel] = entry
         if entry.problem:
             problems[rel] = entry.problem
-            notify(f"{rel}: not indexed: {entry.problem}")
+            from ..recallfile import printable  # one line, whatever a pulled folder is called
+
+            notify(printable(f"{rel}: not indexed: {entry.problem}"))
         else:
             items.extend(file_items)
     return items, files, projects, problems

@@ -112,6 +112,16 @@ class RetrievalResult:
         """The result files' paths, best first."""
         return [r.path for r in self.results]
 
+    def files_text(self) -> str:
+        """`--files`: one path a line, best first, each shown one line (see printable).
+
+        A pulled folder named `x\n/home/ada/.ssh/id_rsa\n` must not add a line that a
+        script or an agent piping the list to `cat` would read as a path of its own.
+        """
+        from ..recallfile import printable
+
+        return "".join(f"{printable(p)}\n" for p in self.paths())
+
     def mode_line(self) -> str:
         """Which lists made the answer (and why vectors were left out, if they were)."""
         note = self.index.get("note")
@@ -124,12 +134,16 @@ class RetrievalResult:
         n = len(self.results)
         out = [f"<!-- memwiki: {n} file{'' if n == 1 else 's'} for {shown_query(self.query)} -->"]
         out.append(self.mode_line())
+        from ..recallfile import printable  # a pulled folder's name must not forge a line
+
         for r in self.results:
             mark = f" (unresolved conflict copy of {r.conflict_of})" if r.conflict_of else ""
             owner = f" (project: {', '.join(r.projects)})" if r.projects else ""
-            out.append(f"\n## {r.path}{mark}\n{r.name}: {r.description}{owner}")
+            title, about = printable(f"{r.path}{mark}"), printable(r.description)
+            out.append(f"\n## {title}\n{r.name}: {about}{owner}")
             for s in r.sections:
                 where = f"lines {s.start_line}-{s.end_line}"
-                out.append(f"\n### {s.heading} ({where})" if s.heading else f"\n### ({where})")
+                heading = printable(s.heading)
+                out.append(f"\n### {heading} ({where})" if heading else f"\n### ({where})")
                 out.append(s.text)
         return "\n".join(out) + "\n"

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..fsutil import link_target_ok
 from ..layout import app_folders
 
 Stat = tuple[int, int]  # (size, mtime_ns)
@@ -76,9 +77,8 @@ def _walk_dir(
             continue  # gone since the listing
         kind = stat.S_IFMT(info.st_mode)
         if kind == stat.S_IFLNK:
-            real = os.path.realpath(f"{directory}/{name}")
-            if not real.startswith(root_real + os.sep):
-                continue  # a link leading outside the wiki is never followed
+            if not link_target_ok(os.path.realpath(f"{directory}/{name}"), root_real):
+                continue  # a link leading outside the wiki (or into .git/) is never followed
             try:
                 info = os.stat(name, dir_fd=fd)
             except OSError:
@@ -138,8 +138,8 @@ def stat_as_walked(root: Path, rel: str) -> Stat | None:
     except OSError:
         return None
     if stat.S_ISLNK(info.st_mode):
-        if not os.path.realpath(path).startswith(os.path.realpath(root) + os.sep):
-            return None  # a link leading outside the wiki is never followed
+        if not link_target_ok(os.path.realpath(path), os.path.realpath(root)):
+            return None  # a link leading outside the wiki (or into .git/) is never followed
         try:
             info = os.stat(path)
         except OSError:  # a loop or a dangling link: the walk lists the link itself

@@ -25,6 +25,7 @@ from .model import (
     conflict_copy_of,
     is_one_line,
     mend_surrogates,
+    printable,
 )
 from .parse import MAX_FILE_BYTES, decode, load_frontmatter, parse, read, size_problem, try_read
 
@@ -73,6 +74,7 @@ __all__ = [
     "from_payload",
     "is_one_line",
     "mend_surrogates",
+    "printable",
     "now_iso",
     "parse",
     "read",

@@ -33,7 +33,8 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
+        # One line whatever a pulled file's folder is called: lint output is read line by line.
+        return f"{printable(self.path)}:{self.line}: {printable(self.message)}"
 
     def to_dict(self) -> dict:
         """JSON form."""
@@ -125,6 +126,25 @@ def conflict_copy_of(name: str) -> str | None:
 def mend_surrogates(text: str) -> str:
     """text with each lone surrogate replaced by U+FFFD, so that it can be written."""
     return LONE_SURROGATE.sub("\ufffd", text)
+
+
+def printable(text: str) -> str:
+    """text with every character that is not printable shown as its Python escape (`\\n`).
+
+    For paths, names and headings of a wiki someone else wrote, as memwiki shows them to an
+    agent or a terminal: a folder named with a line break could forge lines of the retrieve
+    block (`## memory/trusted.md`), a right-to-left override reorder what a person reads, an
+    escape sequence recolour a terminal. Control, format (bidi, zero-width), line and
+    paragraph separator and unassigned characters are escaped; JSON keeps the exact text.
+    """
+    if text.isprintable():
+        return text
+    from unicodedata import category
+
+    # Spaces (Zs: a no-break space in French text, an ideographic space) stay as written.
+    return "".join(
+        ch if ch.isprintable() or category(ch) == "Zs" else repr(ch)[1:-1] for ch in text
+    )
 
 
 def is_one_line(text: str) -> bool:

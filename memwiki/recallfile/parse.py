@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from pathlib import Path
 
 from .. import markdown
@@ -22,6 +23,10 @@ from .model import (
 # work through a file in windows, and this bounds the time one file can take. See docs/guide.md.
 MAX_FILE_BYTES = 20 * 1024 * 1024
 BINARY_PROBE = 8192  # a NUL byte in the first 8 KiB: binary, as git decides
+# A frontmatter larger than this is not read (lint reports it): PyYAML takes about 6 s per
+# MiB of keys, paid by every command that reads a file a teammate pushed. The frontmatter
+# of a file over MAX_FILE_BYTES must close within the same 256 KiB (recallfile/stream.py).
+MAX_FRONTMATTER_BYTES = 256 * 1024
 
 
 def size_problem(size: int) -> str | None:
@@ -100,13 +105,20 @@ def load_frontmatter(fm_text: str, path: str):
     """
     from . import plain_yaml  # here: its regular expressions are compiled only when needed
 
+    # A character is at most 4 bytes: the text is encoded to count only when it may be over.
+    if len(fm_text) * 4 > MAX_FRONTMATTER_BYTES:
+        size = len(fm_text.encode("utf-8", "surrogatepass"))
+        if size > MAX_FRONTMATTER_BYTES:
+            limit = MAX_FRONTMATTER_BYTES // 1024
+            message = f"frontmatter is {size / 1024:.0f} KiB, over the {limit} KiB limit: move text to the body"
+            raise InvalidRecallFile([Problem(path, 2, message)])
     data = plain_yaml.load(fm_text)
     if data is not plain_yaml.OTHER:
         return data
     import yaml
 
     try:
-        return yaml.safe_load(fm_text)
+        return yaml.load(fm_text, Loader=_no_alias_loader())  # a SafeLoader: no tags run code
     except yaml.YAMLError as exc:
         raise InvalidRecallFile([_yaml_problem(exc, fm_text, path)]) from None
     except (ValueError, OverflowError, RecursionError) as exc:
@@ -114,6 +126,34 @@ def load_frontmatter(fm_text: str, path: str):
         # absurdly large or deeply nested value.
         message = f"invalid YAML in frontmatter: {type(exc).__name__}: {str(exc)[:120]}"
         raise InvalidRecallFile([Problem(path, 2, message)]) from None
+
+
+@functools.cache
+def _no_alias_loader():
+    """yaml.SafeLoader refusing aliases (`*name`), built on first use (PyYAML is imported lazily).
+
+    safe_load keeps an alias as a shared reference, so nine lines of nested aliases ("a
+    billion laughs") load in microseconds, but every consumer that walks the value (the JSON
+    of `show --json`, a rewrite's YAML dump) expands it: 16 s and 860 MB for seven levels,
+    forever for nine. A pulled file's frontmatter is read by every colleague's agent, so an
+    alias is refused where the YAML is read, with its line, and the file is not indexed.
+    """
+    import yaml
+
+    class NoAliasLoader(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"alias *{event.anchor} (memwiki does not read YAML anchors and aliases: "
+                    "write the value out)",
+                    event.start_mark,
+                )
+            return super().compose_node(parent, index)
+
+    return NoAliasLoader
 
 
 def _conflicts(found: list[tuple[int, int]], path: str) -> list[Problem]:
