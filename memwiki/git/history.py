@@ -93,7 +93,33 @@ def _entry(tree: pygit2.Tree, parts: list[str]) -> pygit2.Object | None:
     return obj
 
 
-def _touched(new: pygit2.Tree, old: pygit2.Tree, parts: list[str]) -> tuple[bool, bool, bool]:
+class _Trees:
+    """The folder trees read last, by id: a commit's trees are its child's parent-side trees.
+
+    libgit2 keeps no tree above 4 KB in its object cache, and a folder of thousands of
+    notes is far bigger: without this every such tree was inflated twice.
+    """
+
+    LIMIT = 64
+
+    def __init__(self) -> None:
+        self.trees: dict[pygit2.Oid, pygit2.Tree] = {}
+
+    def child(self, tree: pygit2.Object | None, name: str) -> pygit2.Object | None:
+        """tree's entry name (None when tree is not a folder or has no such entry)."""
+        if not isinstance(tree, pygit2.Tree):
+            return None
+        loaded = self.trees.get(tree.id)
+        if loaded is None:
+            if len(self.trees) >= self.LIMIT:
+                self.trees.clear()
+            loaded = self.trees[tree.id] = tree
+        return _child(loaded, name)
+
+
+def _touched(
+    new: pygit2.Tree, old: pygit2.Tree, parts: list[str], trees: _Trees
+) -> tuple[bool, bool, bool]:
     """(changed, in old, in new) for the path parts between two trees.
 
     Stops at the first folder whose tree id is the same on both sides: nothing below it
@@ -104,8 +130,8 @@ def _touched(new: pygit2.Tree, old: pygit2.Tree, parts: list[str]) -> tuple[bool
     for part in parts:
         if a is not None and b is not None and a.id == b.id:
             return False, True, True
-        a = _child(a, part) if isinstance(a, pygit2.Tree) else None
-        b = _child(b, part) if isinstance(b, pygit2.Tree) else None
+        a = trees.child(a, part)
+        b = trees.child(b, part)
         if a is None and b is None:
             return False, False, False
     if a is None or b is None:
@@ -122,10 +148,11 @@ def file_history(
     if head is None:
         return
     name, parts = path, path.split("/")
+    trees = _Trees()
     for commit in newest_first(head):
         parents = commit.parents
         if parents:
-            changed, before, after = _touched(commit.tree, parents[0].tree, parts)
+            changed, before, after = _touched(commit.tree, parents[0].tree, parts, trees)
         else:
             after = _entry(commit.tree, parts) is not None
             changed, before = after, False
