@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import shutil
 import statistics
 import subprocess
 import sys
@@ -233,8 +232,7 @@ def build_history(
                 capture_output=True,
             )
     finally:
-        pass
-    Path(tmp).unlink(missing_ok=True)
+        Path(tmp).unlink(missing_ok=True)
     _git(root, "checkout", "-q", "-f", "main")
     _git(root, "branch", "-q", "-D", "laptop")
     gone = _deleting(root, marks)
@@ -253,3 +251,59 @@ def hash_parity(path: str) -> bool:
 def _deleting(root: Path, marks: Landmarks) -> str:
     out = _git(root, "log", "--format=%H", "--diff-filter=D", "-1", "--", marks.deleted)
     return out.stdout.decode().strip()
+
+
+def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, int]:
+    started = time.perf_counter()
+    done = subprocess.run(cmd, env=env, capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
+    return time.perf_counter() - started, done.returncode
+
+
+def main() -> None:
+    """Build a history (or reuse --wiki) and time log and restore as fresh processes."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--commits", type=int, default=10_000)
+    ap.add_argument("--files", type=int, default=2000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--pythonpath", action="append", default=[str(REPO)], help="code to compare")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="memwiki-history-") as tmp:
+        base = Path(tmp)
+        started = time.perf_counter()
+        marks = build_history(base / "wiki", args.files, args.commits)
+        print(
+            f"built {args.commits} commits over {args.files} files in "
+            f"{time.perf_counter() - started:.1f} s; {marks.deleted} deleted "
+            f"{marks.deleted_at} commits ago"
+        )
+        home = base / "home"
+        env = dict(
+            os.environ,
+            HOME=str(home),
+            XDG_CONFIG_HOME=str(home / ".config"),
+            XDG_CACHE_HOME=str(home / ".cache"),
+            MEMWIKI_EMBED="hash",
+        )
+        wiki = str(base / "wiki")
+        cases = {
+            "log -n 20": ["log", "-n", "20"],
+            f"log {marks.renamed_new[:-3]} (renamed)": ["log", marks.renamed_new[:-3]],
+            f"log {marks.rare[:-3]} -n 1": ["log", marks.rare[:-3], "-n", "1"],
+            f"restore {marks.deleted[:-3]}": ["restore", marks.deleted[:-3]],
+        }
+        for label, argv in cases.items():
+            row = []
+            for code in args.pythonpath:
+                env["PYTHONPATH"] = code
+                times = []
+                for _ in range(args.runs):  # interleaved runs of each code on a noisy machine
+                    secs, rc = _timed([sys.executable, "-m", "memwiki", "-w", wiki, *argv], env)
+                    times.append(secs)
+                    if argv[0] == "restore" and rc == 0:
+                        _git(base / "wiki", "reset", "-q", "--hard", "HEAD~1")
+                row.append(f"{statistics.median(times):6.2f} s (rc {rc})")
+            print(f"{label:45s} " + "  ".join(row))
+
+
+if __name__ == "__main__":
+    main()
