@@ -265,7 +265,7 @@ def main() -> None:
     ap.add_argument("--commits", type=int, default=10_000)
     ap.add_argument("--files", type=int, default=2000)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--pythonpath", action="append", default=[str(REPO)], help="code to compare")
+    ap.add_argument("--pythonpath", action="append", help="code to compare (default: this tree)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="memwiki-history-") as tmp:
         base = Path(tmp)
@@ -293,7 +293,7 @@ def main() -> None:
         }
         for label, argv in cases.items():
             row = []
-            for code in args.pythonpath:
+            for code in args.pythonpath or [str(REPO)]:
                 env["PYTHONPATH"] = code
                 times = []
                 for _ in range(args.runs):  # interleaved runs of each code on a noisy machine
