@@ -112,3 +112,15 @@ def test_log_of_a_file_follows_its_renames(tmp_path, cli):
     # the same commits as git's own `log --follow`
     ours = [e["commit"] for e in json.loads(out)]
     assert ours == gitcli(root, "log", "--follow", "--format=%H", "--", "memory/oncall.md").split()
+
+
+def test_finding_the_merge_of_a_run_reads_only_the_newest_commits(long_history):
+    """memorize commit's recovery looks for the merge of a run's commit near the head."""
+    from memwiki.git.merge import find_merge_of
+
+    repo = pygit2.Repository(str(long_history))
+    head = repo.head.peel(pygit2.Commit)
+    sig = pygit2.Signature("run", "run@example.com", head.commit_time + 60, 0)
+    run = repo.create_commit(None, sig, sig, "run\n", head.tree.id, [head.parents[0].id])
+    merge = repo.create_commit("HEAD", sig, sig, "merge run\n", head.tree.id, [head.id, run])
+    assert find_merge_of(repo, str(run), merge) == str(merge)
