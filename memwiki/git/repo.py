@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pygit2
 
-from .. import timestamps
 from ..errors import StateError, StorageError
 from .changes import Change, Changes, classify, commit_message
 
@@ -15,27 +13,6 @@ SIDECAR_PREFIX = ".memwiki/"  # the sidecar: never committed, whatever .gitignor
 
 FALLBACK_NAME = "memwiki"
 FALLBACK_EMAIL = "memwiki@localhost"
-
-
-@dataclass(frozen=True)
-class LogEntry:
-    """One commit in the wiki's history."""
-
-    commit: str
-    author: str
-    time: str
-    message: str
-    changes: list[Change]
-
-    def to_dict(self) -> dict:
-        """JSON form."""
-        return {
-            "commit": self.commit,
-            "author": self.author,
-            "time": self.time,
-            "message": self.message,
-            "changes": [c.to_dict() for c in self.changes],
-        }
 
 
 def signature(repo: pygit2.Repository) -> pygit2.Signature:
@@ -304,32 +281,11 @@ def commit_paths(
     return commit_index(repo, message or describe(changes), index=tree), changes
 
 
-def changes_of(repo: pygit2.Repository, commit: pygit2.Commit) -> Changes:
-    """What a commit changed against its first parent (renames detected)."""
-    if commit.parents:
-        return classify(repo.diff(commit.parents[0].tree, commit.tree))
-    return classify(commit.tree.diff_to_tree(swap=True))
+def log(repo: pygit2.Repository, path: str | None = None, limit: int = 20) -> list:
+    """Commits touching the wiki, or one path (following its renames), newest first."""
+    from .history import log as read_log  # history reads HEAD through this module
 
-
-def log(repo: pygit2.Repository, path: str | None = None, limit: int = 20) -> list[LogEntry]:
-    """Commits touching the wiki, or one path, newest first."""
-    head = head_commit(repo)
-    if head is None:
-        return []
-    entries: list[LogEntry] = []
-    for commit in repo.walk(head.id, pygit2.GIT_SORT_TIME | pygit2.GIT_SORT_TOPOLOGICAL):
-        changes = list(changes_of(repo, commit))
-        if path is not None:
-            changes = [c for c in changes if path in (c.path, c.old_path)]
-            if not changes:
-                continue
-        when = timestamps.from_epoch(commit.commit_time)
-        entries.append(
-            LogEntry(str(commit.id), commit.author.name, when, commit.message.strip(), changes)
-        )
-        if len(entries) >= limit:
-            break
-    return entries
+    return read_log(repo, path, limit)
 
 
 def find_enclosing_repo(path: Path) -> Path | None:

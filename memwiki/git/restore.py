@@ -8,10 +8,11 @@ import pygit2
 
 from ..errors import InvalidInput, NotFound, StateError
 from ..fsutil import atomic_write_bytes
+from . import history
 from . import repo as gitstore
 
 _MAX_RENAMES = 20  # how many renames restore follows back
-_MAX_LOG = 2000  # commits it looks at under one name
+_MAX_LOG = 2000  # commits that changed the file it looks at
 
 
 @dataclass
@@ -60,41 +61,38 @@ def _source(repo: pygit2.Repository, rel: str, ref: str, rev: str | None):
 
 
 def _before_last_change(repo: pygit2.Repository, rel: str, ref: str):
-    """The version before the last change of rel's content, following renames back."""
+    """The version before the last change of rel's content, following renames back.
+
+    The history is read lazily, newest first, and only until that version is found: a file
+    changed yesterday costs a few commits, not the whole history.
+    """
     head = gitstore.head_commit(repo)
     current = _blob_at(head, rel) if head is not None else None
     current_id = current.id if current is not None else None
-    name, seen = rel, 0
-    for _ in range(_MAX_RENAMES):
-        entries = gitstore.log(repo, name, limit=_MAX_LOG)
-        if not entries and name == rel:
-            raise NotFound(f"{rel} has no history: nothing to restore")
-        renamed_from = None
-        for entry in entries:
-            seen += 1
-            commit = repo[entry.commit].peel(pygit2.Commit)
-            change = next(c for c in entry.changes if name in (c.path, c.old_path))
-            before = change.old_path if change.path == name and change.old_path else name
-            blob = _blob_at(commit.parents[0], before) if commit.parents else None
-            if blob is None and not commit.parents and repo.is_shallow:
-                # A shallow clone's oldest commit only looks like the file's creation.
-                raise StateError(
-                    f"{rel}: its history before {str(commit.id)[:12]} is not in this shallow "
-                    "clone: run `git fetch --unshallow` in the wiki, then restore again"
-                )
-            if blob is None:
-                raise StateError(
-                    f"{rel} did not exist before {str(commit.id)[:12]}, which created it: "
-                    f"pass --rev with a revision from `memwiki log {ref}`"
-                )
-            if blob.id != current_id:
-                return commit.parents[0], blob
-            if before != name:  # a rename that kept the content: go on under the old name
-                renamed_from = before
-                break
-        if renamed_from is None:
+    seen = renames = 0
+    for commit, name, changes in history.file_history(repo, rel):
+        seen += 1
+        change = changes[0]
+        before = change.old_path if change.path == name and change.old_path else name
+        blob = _blob_at(commit.parents[0], before) if commit.parents else None
+        if blob is None and not commit.parents and repo.is_shallow:
+            # A shallow clone's oldest commit only looks like the file's creation.
+            raise StateError(
+                f"{rel}: its history before {str(commit.id)[:12]} is not in this shallow "
+                "clone: run `git fetch --unshallow` in the wiki, then restore again"
+            )
+        if blob is None:
+            raise StateError(
+                f"{rel} did not exist before {str(commit.id)[:12]}, which created it: "
+                f"pass --rev with a revision from `memwiki log {ref}`"
+            )
+        if blob.id != current_id:
+            return commit.parents[0], blob
+        renames += before != name  # a rename that kept the content: on under the old name
+        if renames >= _MAX_RENAMES or seen >= _MAX_LOG:
             break
-        name = renamed_from
+    if seen == 0:
+        raise NotFound(f"{rel} has no history: nothing to restore")
     raise StateError(f"{rel}: no earlier version differs from this one (looked at {seen} commits)")
 
 
