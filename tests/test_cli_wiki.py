@@ -493,6 +493,22 @@ def test_list_table_and_json(w, cli) -> None:
     assert (entry["path"], entry["tags"], data["next_cursor"]) == ("skill/b.md", ["t"], None)
 
 
+def test_list_shows_descriptions_as_text_never_as_rich_markup(w, cli) -> None:
+    """Bug: a description holding `[/]` made `memwiki list` fail (exit 70, rich's
+    MarkupError), `[bold]` was swallowed as a style, and an escape sequence reached the
+    terminal raw."""
+    from memwiki.recallfile import RecallFile, render
+
+    text = {"a": "use [/] to close", "b": "a [bold]word[/bold] here", "c": "red \x1b[31m here"}
+    for name, description in text.items():
+        (w / "memory" / f"{name}.md").write_text(render(RecallFile("memory", name, description)))
+    code, out, err = cli("--wiki", w, "list")
+    assert code == 0, err
+    assert "use [/] to close" in out
+    assert "a [bold]word[/bold] here" in out
+    assert "\x1b" not in out and "red \\x1b[31m here" in out
+
+
 def test_list_text_with_limit_prints_the_next_cursor(w, cli) -> None:
     cli("--wiki", w, "put", "-", stdin=payload(*[rf_item(n) for n in "abc"]))
     code, out, _ = cli("--wiki", w, "list", "--limit", "2")

@@ -249,6 +249,17 @@ def test_lint_reports_broken_links_with_path_and_line(linked, cli) -> None:
     assert cli("--wiki", linked.root, "lint") == (0, "", "")
 
 
+def test_links_command_shows_link_text_without_control_characters(linked, cli) -> None:
+    """Bug: a link typed with a right-to-left override or an escape sequence reached the
+    terminal raw in `memwiki links`, reordering or recolouring what a person read."""
+    path = linked.root / "memory" / "beta.md"
+    path.write_text(path.read_text() + "\nsee [[b\u202egpj]] and [[c\x1bm]]\n")
+    code, out, _ = cli("--wiki", linked.root, "links", "memory/beta")
+    assert code == 0
+    assert "\u202e" not in out and "\x1b" not in out
+    assert "[[b\\u202egpj]]  -> BROKEN" in out and "[[c\\x1bm]]  -> BROKEN" in out
+
+
 def test_links_command_text_and_json(linked, cli) -> None:
     code, out, _ = cli("--wiki", linked.root, "links", "skill/gamma")
     assert code == 0

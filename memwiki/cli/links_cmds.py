@@ -31,16 +31,18 @@ def links(ref: str = typer.Argument(..., help="TRACK/NAME"), as_json: bool = JSO
             }
         )
         return
-    print(f"{rel}")
+    from ..recallfile import printable as shown  # a name or link as text, never as controls
+
+    print(shown(rel))
     print(f"outgoing ({len(out)}):")
     for lk in out:
-        where = lk.target or "BROKEN"
+        where = shown(lk.target) if lk.target else "BROKEN"
         if lk.via_alias:
             where += " (alias)"
-        print(f"  {lk.line:>4}  {lk.raw}  -> {where}")
+        print(f"  {lk.line:>4}  {shown(lk.raw)}  -> {where}")
     print(f"backlinks ({len(back)}):")
     for lk in back:
-        print(f"  {lk.source}:{lk.line}  {lk.raw}")
+        print(f"  {shown(lk.source)}:{lk.line}  {shown(lk.raw)}")
 
 
 def hooks_install(as_json: bool = JSON) -> None:

@@ -201,11 +201,16 @@ def list_(
             print(f"(more: --cursor {page.next_cursor})")
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
+    from ..recallfile import printable
+
     table = Table("track", "name", "description", "updated", box=None, pad_edge=False)
-    for e in items:
-        table.add_row(e.track, e.name, e.description, e.updated or "")
+    for row in rows[1:]:
+        # A description is text, never rich markup: `[/]` in one made `list` fail (exit 70),
+        # `[bold]` restyled it, and an escape sequence reached the terminal.
+        table.add_row(*(escape(printable(cell)) for cell in row))
     console = Console(width=200 if not sys.stdout.isatty() else None)
     with console.capture() as captured:
         console.print(table)
