@@ -133,3 +133,25 @@ def git() -> Callable[..., str]:
         return result.stdout
 
     return run
+
+
+def fake_crontab(tmp_path: Path) -> tuple[Path, Path]:
+    """A stand-in `crontab` command (its folder, its table file) keeping the table in a
+    file: cron is per user, not per HOME, so the real one would edit the developer's own."""
+    import stat
+
+    bindir, table = tmp_path / "bin", tmp_path / "crontab.txt"
+    bindir.mkdir(exist_ok=True)
+    script = bindir / "crontab"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'T="{table}"\n'
+        'case "$1" in\n'
+        '  -l) [ -f "$T" ] || { echo "no crontab for $USER" >&2; exit 1; }; cat "$T" ;;\n'
+        '  -r) rm -f "$T" ;;\n'
+        '  -) cat > "$T" ;;\n'
+        "  *) exit 2 ;;\n"
+        "esac\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return bindir, table

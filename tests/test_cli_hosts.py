@@ -6,11 +6,11 @@ import json
 import os
 import random
 import shutil
-import stat
 import time
 from pathlib import Path
 
 import pytest
+from conftest import fake_crontab
 
 FIX = Path(__file__).parent / "fixtures" / "hosts"
 CLAUDE_MD = "# My rules\n\nAlways run the tests.\r\nWindows line above, no newline at the end"
@@ -41,20 +41,7 @@ HOOK_INPUT = {
 def crontab(tmp_path) -> tuple[dict[str, str], Path]:
     """A stand-in `crontab` command on PATH keeping the table in a file (cron is per user,
     not per HOME, so the real one would edit the developer's own crontab)."""
-    bindir, table = tmp_path / "bin", tmp_path / "crontab.txt"
-    bindir.mkdir()
-    script = bindir / "crontab"
-    script.write_text(
-        "#!/bin/sh\n"
-        f'T="{table}"\n'
-        'case "$1" in\n'
-        '  -l) [ -f "$T" ] || { echo "no crontab for $USER" >&2; exit 1; }; cat "$T" ;;\n'
-        '  -r) rm -f "$T" ;;\n'
-        '  -) cat > "$T" ;;\n'
-        "  *) exit 2 ;;\n"
-        "esac\n"
-    )
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    bindir, table = fake_crontab(tmp_path)
     return {"PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}, table
 
 

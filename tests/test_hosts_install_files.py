@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import fake_crontab
 
 from memwiki.hosts.integrate.block import BEGIN, END
 
@@ -30,20 +31,7 @@ def home(tmp_path) -> Path:
 def crontab(tmp_path) -> str:
     """A PATH whose `crontab` keeps its table in a file: uninstall also looks at the crontab,
     and cron is per user, not per HOME."""
-    bindir, table = tmp_path / "bin", tmp_path / "crontab.txt"
-    bindir.mkdir()
-    script = bindir / "crontab"
-    script.write_text(
-        "#!/bin/sh\n"
-        f'T="{table}"\n'
-        'case "$1" in\n'
-        '  -l) [ -f "$T" ] || { echo "no crontab for $USER" >&2; exit 1; }; cat "$T" ;;\n'
-        '  -r) rm -f "$T" ;;\n'
-        '  -) cat > "$T" ;;\n'
-        "  *) exit 2 ;;\n"
-        "esac\n"
-    )
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    bindir, _ = fake_crontab(tmp_path)
     return f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
