@@ -300,3 +300,24 @@ def test_obsidian_templates_sync_like_any_file(tmp_path):
     assert result.not_committed == [] and result.pushed
     syncmod.sync(b, load())
     assert read(b.root, "Templates/note.md").startswith("---\nname: {{title}}")
+
+
+def test_a_folder_moved_and_edited_against_an_edit_inside_it_merges_as_git_does(tmp_path):
+    """Bug: libgit2 stopped looking for renames past a few hundred added and deleted files,
+    so 520 notes moved into a folder and edited on one device, against an edit of one of
+    them on the other, merged as a deletion against an edit: the note twice (old path, new
+    path), one with each device's change. git merges it as a rename (merge.renameLimit)."""
+    lines = "".join(f"line {j} of this note, with a few words\n" for j in range(20))
+    files = {f"memory/n{i:04d}.md": recall(f"n{i:04d}", lines) for i in range(520)}
+    _, a, b = _devices(tmp_path, files)
+    for i in range(520):
+        old = b.root / f"memory/n{i:04d}.md"
+        write(b.root, f"memory/old/n{i:04d}.md", old.read_text() + "moved and edited on b\n")
+        old.unlink()
+    syncmod.sync(b, load())
+    write(a.root, "memory/n0001.md", read(a.root, "memory/n0001.md").replace("line 10", "LINE TEN"))
+    result = syncmod.sync(a, load())
+    assert result.conflicts == []
+    assert not (a.root / "memory/n0001.md").exists()  # not left behind at the old path
+    merged = read(a.root, "memory/old/n0001.md")
+    assert "LINE TEN" in merged and merged.endswith("moved and edited on b\n")

@@ -13,6 +13,8 @@ from .history import newest_first
 
 # How far back `commit` looks for the merge of an already-merged run.
 _MERGE_SEARCH_LIMIT = 5000
+#: git's own default for `merge.renameLimit` (libgit2 looks much less far without it).
+RENAME_LIMIT = 7000
 
 
 def current_branch_head(repo: pygit2.Repository) -> tuple[str, pygit2.Commit]:
@@ -33,6 +35,7 @@ def make_merge_commit(
     message: Callable[[list[Conflict]], str],
 ) -> tuple[pygit2.Oid, list[Conflict]]:
     """Three-way merge theirs into ours; conflicts become copies; the commit is not on a branch."""
+    _detect_renames_as_git_does(repo)
     index = repo.merge_commits(ours, theirs)
     if index.conflicts is not None:
         tree, conflicts = resolve_conflicts(repo, index, label)
@@ -46,6 +49,23 @@ def make_merge_commit(
     if repo.get(oid) is None:  # a full disk: libgit2 may return the id of an unwritten object
         raise StorageError("git merge commit failed: it was not written (is the disk full?)")
     return oid, conflicts
+
+
+def _detect_renames_as_git_does(repo: pygit2.Repository) -> None:
+    """Set `merge.renameLimit` in the wiki's own git config to git's default, if unset anywhere.
+
+    Bug it prevents: libgit2 stops looking for renames far sooner than git (past a few
+    hundred added and deleted files), so when one device moved a folder of notes and
+    edited them while the other edited one of them, the merge saw a deletion against an
+    edit and the note ended up twice (the old path and the new). pygit2 has no option for
+    the limit, and a config file cannot be added to a repository's config in memory, so
+    it is written once, where `git pull` reads it too; a value the person set wins.
+    """
+    try:
+        if "merge.renameLimit" not in repo.config:
+            repo.config["merge.renameLimit"] = RENAME_LIMIT
+    except (pygit2.GitError, OSError):  # a config that cannot be written: merge as before
+        pass
 
 
 def find_merge_of(repo: pygit2.Repository, commit_id: str, head: pygit2.Oid) -> str | None:
