@@ -250,6 +250,8 @@ class Wiki:
         """Validate rf and merge it over its file (memwiki.rewrite): (path, text, created)."""
         from .rewrite import merged
 
+        if not isinstance(rf, RecallFile):  # was an AttributeError from deep inside
+            raise InvalidInput(f"expected a RecallFile, not {type(rf).__name__}")
         path = self.path_of(rf.track, rf.name)
         text, created = merged(path, rf)
         return path, text, created

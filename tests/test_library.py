@@ -33,3 +33,36 @@ def test_one_wiki_loads_the_model_once_for_all_its_retrieves(wiki):
     for query in ("argo cd", "deployment of the billing service", "billing"):
         assert wiki.retrieve(query, notify=lambda m: None).mode == "hybrid"
     assert _live_models() == models  # the same session answered every later call
+
+
+def test_arguments_of_the_wrong_type_are_invalid_input(wiki):
+    """Bug it prevents: a library caller's retrieve(None), k="3", budget=None,
+    deadline="soon", put("text") or list_recall_files(limit="5") raised AttributeError or
+    TypeError from deep inside memwiki instead of the documented MemwikiError."""
+    import pytest
+
+    from memwiki.errors import InvalidInput
+
+    _put(wiki, "billing-service", "How billing is deployed", "# Billing\nArgo CD.\n")
+    bad_retrieves = [
+        {"query": None},
+        {"query": 123},
+        {"query": "billing", "k": "3"},
+        {"query": "billing", "k": 2.5},
+        {"query": "billing", "k": True},
+        {"query": "billing", "budget": None},
+        {"query": "billing", "project": 5},
+        {"query": "billing", "deadline": "soon"},
+    ]
+    for kwargs in bad_retrieves:
+        query = kwargs.pop("query")
+        with pytest.raises(InvalidInput) as caught:
+            wiki.retrieve(query, mode="bm25", notify=lambda m: None, **kwargs)
+        assert "\n" not in caught.value.message
+    with pytest.raises(InvalidInput, match="expected a RecallFile"):
+        wiki.put("# not a RecallFile")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="limit must be an integer"):
+        wiki.list_recall_files(limit="5")  # type: ignore[arg-type]
+    assert wiki.retrieve("billing", mode="bm25", k=1, budget=0).paths() == [
+        "memory/billing-service.md"
+    ]
