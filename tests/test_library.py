@@ -66,3 +66,40 @@ def test_arguments_of_the_wrong_type_are_invalid_input(wiki):
     assert wiki.retrieve("billing", mode="bm25", k=1, budget=0).paths() == [
         "memory/billing-service.md"
     ]
+
+
+def _python_block(doc: str, heading: str, after: str = "```python\n") -> str:
+    """The first fenced block starting with `after` below a heading of a document."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / doc).read_text(encoding="utf-8")
+    section = text[text.index(f"\n{heading}\n") :]
+    start = section.index(after) + len(after)
+    return section[start : section.index("```", start)]
+
+
+def test_the_documented_library_examples_run(tmp_path, isolated_env):
+    """The README's Library example and the guide's From Python example, run as they are
+    written in a fresh process against ~/memwiki; the guide's printed output is checked."""
+    import os
+    import subprocess
+    import sys
+
+    home_wiki, _ = Wiki.init(isolated_env / "memwiki")
+    _put(home_wiki, "billing-service", "Stack and deployment of the billing service",
+         "# Billing service\nDeployed by Argo CD; released by tagging main.\n")  # fmt: skip
+    _put(home_wiki, "billing-staging", "The billing staging cluster", "# Staging\nkind.\n")
+    env = {**os.environ, "MEMWIKI_EMBED": "hash"}
+    for doc, heading, expected in (
+        ("README.md", "## Library", None),
+        ("docs/guide.md", "## From Python", _python_block("docs/guide.md", "prints", "```\n")),
+    ):
+        script = _python_block(doc, heading)
+        done = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, f"{doc}: {done.stderr}"
+        if expected is None:  # the README prints one line per hit: path, score, line ranges
+            assert done.stdout.startswith("memory/billing-service.md ")
+        else:
+            assert done.stdout == expected
