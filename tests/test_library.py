@@ -147,3 +147,26 @@ def test_a_long_lived_wiki_keeps_no_deleted_index_file_open(wiki, run_memwiki):
         assert _deleted_index_files(wiki) == []
     finally:
         gc.enable()
+
+
+def test_a_long_lived_wiki_caches_only_segments_its_index_still_has(wiki, run_memwiki):
+    """Bug it prevents: the posting lists of every merged-away or rebuilt Whoosh segment
+    stayed cached until a million postings were held (about 130 MB): a server using the
+    library grew by every edit it answered, and by every rebuild of another process."""
+    import os
+
+    from memwiki.index import bm25_postings
+
+    _put(wiki, "billing-service", "How billing is deployed", "# Billing\nArgo CD.\n")
+    _put(wiki, "kafka-cluster", "The kafka cluster", "# Kafka\nThree brokers.\n")
+    for n in range(8):
+        rf = wiki.get("memory", "billing-service")
+        rf.body += f"\nRelease {n} went out through kafka.\n"
+        wiki.put(rf)  # the next retrieve indexes it inline: a new segment each time
+        assert wiki.retrieve("kafka release", mode="bm25", notify=lambda m: None).paths()
+        if n % 4 == 3:
+            assert run_memwiki("--wiki", wiki.root, "reindex", "--full").returncode == 0
+    assert wiki.retrieve("kafka", mode="bm25", notify=lambda m: None).paths()
+    index = os.path.realpath(wiki.sidecar / "index")
+    ours = {(f, s) for f, s in bm25_postings.cached_segments() if f.startswith(index)}
+    assert ours and all(os.path.exists(os.path.join(f, s)) for f, s in ours)

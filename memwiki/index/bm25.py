@@ -165,6 +165,9 @@ def open_searcher(directory: Path, generation: int | None = None):
     readers = [
         SegmentReader(files, toc.schema, seg, generation=toc.generation) for seg in toc.segments
     ]
+    from .bm25_postings import keep_only
+
+    keep_only(directory, [seg.make_filename(".seg") for seg in toc.segments])
     if not readers:
         return Searcher(EmptyReader(toc.schema))
     if len(readers) == 1:
