@@ -76,6 +76,8 @@ def list_page(
     limit: int,
 ) -> Page:
     """One page of the (track, path) pairs given, ordered by (track, name, path)."""
+    if not isinstance(limit, int) or isinstance(limit, bool):  # was a TypeError
+        raise InvalidInput(f"limit must be an integer, not {type(limit).__name__}")
     if limit < 1:
         raise InvalidInput("limit must be at least 1")
     after = _decode_cursor(cursor) if cursor else None

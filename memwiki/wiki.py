@@ -19,6 +19,7 @@ from .recallfile import Problem, RecallFile, check_slug
 
 if TYPE_CHECKING:
     from .config import Config
+    from .index.indexer import Embedders
     from .index.search import RetrievalResult
 
 PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
@@ -51,6 +52,7 @@ class Wiki:
         self._repo = None
         self._config = config
         self._listing: ListingCache | None = None  # made on the first list
+        self._embedders: Embedders | None = None  # the model, loaded by the first retrieve
 
     @property
     def config(self) -> Config:
@@ -248,6 +250,8 @@ class Wiki:
         """Validate rf and merge it over its file (memwiki.rewrite): (path, text, created)."""
         from .rewrite import merged
 
+        if not isinstance(rf, RecallFile):  # was an AttributeError from deep inside
+            raise InvalidInput(f"expected a RecallFile, not {type(rf).__name__}")
         path = self.path_of(rf.track, rf.name)
         text, created = merged(path, rf)
         return path, text, created
@@ -382,13 +386,16 @@ class Wiki:
         deadline/background/status: progressive answers (memwiki.index.progressive).
         defer: edits written after the answer, by result.write_later() (memwiki.index.deferred).
         """
-        from .index.indexer import print_to_stderr
+        from .index.indexer import Embedders, Index, print_to_stderr
         from .index.search import retrieve
 
+        notify = notify or print_to_stderr
+        self._embedders = self._embedders or Embedders()
+        index = Index(self, self.config, notify=notify, embedders=self._embedders)
         try:
             return retrieve(
                 self, query, k=k, track=track, budget=budget, mode=mode, config=self.config,
-                project=project, notify=notify or print_to_stderr,
+                project=project, notify=notify, index=index,
                 deadline=deadline, background=background, status=status, defer=defer,
             )  # fmt: skip
         except OSError as exc:

@@ -9,9 +9,11 @@ the reference it equals bit for bit and the fallback if Whoosh's internals chang
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .chunker import Item
 
@@ -27,6 +29,40 @@ def _whoosh() -> None:
     from .whoosh_light import import_whoosh
 
     import_whoosh()
+
+
+def storage(directory: Path, readonly: bool = False):
+    """Whoosh's storage of directory, whose create() raises nothing when the folder exists.
+
+    Bug it prevents: every Whoosh writer made its temporary folder twice, and the second
+    FileExistsError, which Whoosh keeps in a local, made a cycle holding every frame of
+    the caller's stack: in a long-lived process (a server using the library) the index
+    state's mapped manifest and vectors stayed open and mapped after a writer deleted
+    them, until the garbage collector happened to run.
+    """
+    _whoosh()
+    global _Storage
+    if _Storage is None:
+        from whoosh.filedb.filestore import FileStorage, random_name
+
+        class Storage(FileStorage):
+            """FileStorage whose folders are made without an exception kept in a cycle."""
+
+            def create(self):
+                """Make the folder if it is missing (an existing one is no error)."""
+                os.makedirs(self.folder, exist_ok=True)  # Whoosh's raises when it exists
+                return self
+
+            def temp_storage(self, name=None):
+                """A temporary storage inside this one, made as create() makes it."""
+                name = name or f"{random_name()}.tmp"
+                return Storage(os.path.join(self.folder, name)).create()
+
+        _Storage = Storage
+    return _Storage(str(directory), readonly=readonly)
+
+
+_Storage: Any = None  # the class above, made once Whoosh is imported
 
 
 def analyzer():
@@ -67,11 +103,8 @@ def doc_fields(item: Item) -> dict:
 
 def create(directory: Path, items: Iterable[Item]) -> int:
     """Build a new index in directory from scratch; returns its generation."""
-    _whoosh()
-    from whoosh import index
-
     directory.mkdir(parents=True, exist_ok=True)
-    ix = index.create_in(str(directory), schema(), indexname=INDEX_NAME)
+    ix = storage(directory).create_index(schema(), indexname=INDEX_NAME)
     writer = ix.writer(limitmb=128)
     for item in items:
         writer.add_document(**doc_fields(item))
@@ -96,7 +129,6 @@ def latest_generation(directory: Path) -> int:
     Whoosh names each committed table of contents `_<index>_<generation>.toc`; listing
     them is enough here and spares importing Whoosh on every freshness check.
     """
-    import os
     import re
 
     pattern = re.compile(rf"^_{INDEX_NAME}_(\d+)\.toc$")
@@ -121,19 +153,21 @@ def open_searcher(directory: Path, generation: int | None = None):
     A reader opens the generation its manifest names before any slow work: a writer's
     next commit deletes older Whoosh files, and an open (mapped) file outlives that.
     """
-    _whoosh()
-    from whoosh.filedb.filestore import FileStorage
+    _whoosh()  # before any Whoosh import: the light one (whoosh_light.py)
     from whoosh.index import TOC
     from whoosh.reading import EmptyReader, MultiReader, SegmentReader
     from whoosh.searching import Searcher
 
-    storage = FileStorage(str(directory), readonly=True)
+    files = storage(directory, readonly=True)
     toc = TOC.read(
-        storage, INDEX_NAME, gen=None if generation is None or generation < 0 else generation
+        files, INDEX_NAME, gen=None if generation is None or generation < 0 else generation
     )
     readers = [
-        SegmentReader(storage, toc.schema, seg, generation=toc.generation) for seg in toc.segments
+        SegmentReader(files, toc.schema, seg, generation=toc.generation) for seg in toc.segments
     ]
+    from .bm25_postings import keep_only
+
+    keep_only(directory, [seg.make_filename(".seg") for seg in toc.segments])
     if not readers:
         return Searcher(EmptyReader(toc.schema))
     if len(readers) == 1:

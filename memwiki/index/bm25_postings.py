@@ -31,6 +31,48 @@ CACHE_COLUMNS = 64  # length columns (a field of a segment: one byte a document)
 _COLUMNS: dict[tuple, tuple[bytes, int]] = {}  # length bytes and their total
 
 
+_LIVE: dict[str, frozenset[str]] = {}  # per index folder: the segments its newest TOC names
+
+
+def keep_only(directory, segments) -> None:
+    """Forget what is cached for segments the index in directory no longer has.
+
+    Called with the segment files of the table of contents a searcher opens. Bug it
+    prevents: a long-lived process (a server using the library) kept every merged-away
+    or rebuilt segment's posting lists until a million postings were held (about 130 MB),
+    growing by every edit. Entries of another generation's folder beside it are dropped
+    once that folder is gone; other wikis' entries are left alone.
+    """
+    folder = os.path.realpath(directory)
+    live = frozenset(segments)
+    if _LIVE.get(folder) == live:
+        return
+    _LIVE[folder] = live
+    parent, exists = os.path.dirname(folder), {folder: True}
+
+    def gone(key: tuple) -> bool:
+        if key[0] == folder:
+            return key[1] not in live
+        if os.path.dirname(key[0]) != parent:
+            return False  # another wiki's index
+        if key[0] not in exists:
+            exists[key[0]] = os.path.isdir(key[0])
+        return not exists[key[0]]
+
+    for key in [k for k in list(_LISTS) if gone(k)]:
+        dropped = _LISTS.pop(key, None)
+        _HELD[0] -= dropped.count if dropped is not None else 0
+    for key in [k for k in list(_COLUMNS) if gone(k)]:
+        _COLUMNS.pop(key, None)
+    for other in [f for f in list(_LIVE) if f != folder and gone((f, ""))]:
+        _LIVE.pop(other, None)
+
+
+def cached_segments() -> set[tuple[str, str]]:
+    """(index folder, segment file) of every segment with posting lists cached (tests)."""
+    return {key[:2] for key in list(_LISTS)}
+
+
 def _segment_key(leaf) -> tuple | None:
     """What identifies a segment's immutable data, or None when the reader does not say.
 

@@ -24,7 +24,6 @@ from pathlib import Path
 
 from . import bm25
 from .chunker import Item
-from .whoosh_light import import_whoosh
 
 #: The most segments a reader's inline update leaves; one that would leave more merges
 #: down to half as many or fewer (measured: docs/retrieval.md, about 0.45 ms of a
@@ -44,10 +43,7 @@ def update(
     merge: merge small segments now (a reindex); otherwise only when there are many
     (policy). Returns the new generation and how many deleted documents remain.
     """
-    import_whoosh()
-    from whoosh import index
-
-    ix = index.open_dir(str(directory), indexname=bm25.INDEX_NAME)
+    ix = bm25.storage(directory).open_index(bm25.INDEX_NAME)
     writer = _writer(ix)
     try:
         for path in removed_paths:
@@ -63,10 +59,7 @@ def update(
 
 def merge(directory: Path) -> tuple[int, int] | None:
     """Merge the small segments of an index nothing else changes (see update), or None."""
-    import_whoosh()
-    from whoosh import index
-
-    ix = index.open_dir(str(directory), indexname=bm25.INDEX_NAME)
+    ix = bm25.storage(directory).open_index(bm25.INDEX_NAME)
     if not worth_merging(ix):
         return None
     writer = _writer(ix)

@@ -38,21 +38,57 @@ def print_to_stderr(message: str) -> None:
     print(f"memwiki: {message}", file=sys.stderr)
 
 
+class Embedders:
+    """The embedder one wiki has loaded: kept from one retrieve to the next.
+
+    Bug it prevents: a process that called Wiki.retrieve again and again (an agent loop, a
+    server) loaded the model anew for every call (a new Index each time): about 25 ms of
+    tokenizer and session set-up per answer, and a session built and freed each time.
+    Thread-safe: onnxruntime sessions and the tokenizers' encode may be shared by threads.
+    The first load's thread count stays (a second session would cost more than it saves).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loaded: tuple[Embedder | None, str] | None = None
+
+    def get(self, config, stamp_dir: Path, threads: int | None) -> tuple[Embedder | None, str]:
+        """(embedder, note), loaded on first use."""
+        with self._lock:
+            if self._loaded is None:
+                from ..embed import load_embedder
+
+                stamp_dir.mkdir(parents=True, exist_ok=True)
+                self._loaded = load_embedder(config, stamp_dir=stamp_dir, threads=threads)
+            return self._loaded
+
+    @property
+    def loaded(self) -> bool:
+        """True once the embedder (or the reason there is none) has been loaded."""
+        return self._loaded is not None
+
+
 class Index:
     """The sidecar index of one wiki."""
 
-    def __init__(self, wiki, config=None, notify: Callable[[str], None] = print_to_stderr):
+    def __init__(
+        self,
+        wiki,
+        config=None,
+        notify: Callable[[str], None] = print_to_stderr,
+        embedders: Embedders | None = None,
+    ):
+        """embedders: the ones a longer-lived owner keeps (Wiki.retrieve); else this index's own."""
         self.wiki = wiki
         self.root: Path = wiki.root
         self.directory: Path = wiki.sidecar / "index"
         # The config travels with the wiki; an explicit one (tests, eval) takes precedence.
         self.config = config if config is not None else wiki.config
         self.notify = notify
-        self._embedder_loaded = False
-        self._embedder: Embedder | None = None
+        # A retrieve loads the model in its vector thread while the index may need it too:
+        # Embedders takes a lock.
+        self._embedders = embedders if embedders is not None else Embedders()
         self._embedder_note = ""
-        # A retrieve loads the model in its vector thread while the index may need it too.
-        self._embedder_lock = threading.Lock()
         self._loaded: tuple[tuple, st.State] | None = None
         # A few edited files are laid over the committed index and written after the
         # answer (index/deferred.py): retrieve(defer=True) sets it, its result writes them.
@@ -62,17 +98,8 @@ class Index:
 
     def embedder(self, threads: int | None = None):
         """The configured embedder (loaded once), or None with a reason in embedder_note."""
-        with self._embedder_lock:
-            if not self._embedder_loaded:
-                from ..embed import load_embedder
-
-                sidecar = self.wiki.sidecar
-                sidecar.mkdir(parents=True, exist_ok=True)
-                self._embedder, self._embedder_note = load_embedder(
-                    self.config, stamp_dir=sidecar, threads=threads
-                )
-                self._embedder_loaded = True
-        return self._embedder
+        embedder, self._embedder_note = self._embedders.get(self.config, self.wiki.sidecar, threads)
+        return embedder
 
     @property
     def embedder_note(self) -> str:
@@ -82,7 +109,7 @@ class Index:
     @property
     def embedder_loaded(self) -> bool:
         """True once embedder() has run in this process (the model is then warm)."""
-        return self._embedder_loaded
+        return self._embedders.loaded
 
     def model_key(self, embedder) -> dict:
         """The {provider, model, dim} vectors of this embedder carry."""

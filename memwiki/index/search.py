@@ -126,6 +126,7 @@ def retrieve(
     """
     from ..errors import InvalidInput, StateError
 
+    _check_types(query, k, budget, project, deadline)
     if mode not in MODES:
         raise InvalidInput(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     if k < 1:
@@ -288,6 +289,21 @@ def retrieve(
         prepared = snap.deferred
         result.write_later = lambda: deferred.write_later(index, prepared)
     return result
+
+
+def _check_types(query, k, budget, project, deadline) -> None:
+    """Arguments of the wrong type are InvalidInput. Bug it prevents: Wiki.retrieve(None),
+    k="3", budget=None or deadline="soon" raised AttributeError or TypeError from deep inside."""
+    from ..errors import InvalidInput
+
+    number = (int, float) if deadline is not None else (type(None),)
+    for name, value, types in (
+        ("the query", query, (str,)), ("k", k, (int,)), ("budget", budget, (int,)),
+        ("project", project, (str, type(None))), ("deadline", deadline, number),
+    ):  # fmt: skip
+        if not isinstance(value, types) or isinstance(value, bool):
+            raise InvalidInput(f"{name} must be {' or '.join(t.__name__ for t in types)}, "
+                               f"not {type(value).__name__}")  # fmt: skip
 
 
 def _progress_facts(snap, job, mode, config, background, index) -> dict:

@@ -16,6 +16,7 @@ postings, a cost that grows with the wiki (about 10 MB, 6-11 ms of CPU, at 2,000
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import sys
@@ -44,9 +45,10 @@ def _variations(word):
 class ViewFile:
     """A read-only file over a memoryview, without copying it (what BufferFile needs of BytesIO)."""
 
-    __slots__ = ("_view", "_pos")
+    __slots__ = ("_view", "_pos", "_base")
 
     def __init__(self, buf) -> None:
+        self._base = buf  # the storage's view of the mapping (BufferFile's _buf)
         self._view = memoryview(buf).cast("B")
         self._pos = 0
 
@@ -95,7 +97,16 @@ class ViewFile:
         """Nothing to flush: read-only."""
 
     def close(self) -> None:
-        """Nothing to release: the mapping belongs to the segment's storage."""
+        """Release the views of the segment's mapping, so that its storage unmaps it now.
+
+        Bug it prevents: the views outlived a closed reader in reference cycles, so a
+        long-lived process kept older generations' segments mapped (and open, deleted)
+        until the garbage collector ran; the storage's close() could not unmap them.
+        """
+        for view in (self._view, self._base):
+            if isinstance(view, memoryview):
+                with contextlib.suppress(BufferError):  # a part still exported: GC frees it
+                    view.release()
 
 
 def _buffer_file_init(self, buf, name=None, onclose=None) -> None:

@@ -1,0 +1,172 @@
+"""memwiki used as a library inside one long-lived process: an agent loop or a server
+that keeps one `Wiki` for days, calls it from several threads, while other processes
+edit the wiki. The real model, real threads, real files."""
+
+from __future__ import annotations
+
+import gc
+
+from memwiki import Wiki
+from memwiki.embed.onnx import OnnxEmbedder
+
+
+def _put(wiki: Wiki, name: str, description: str, body: str) -> None:
+    wiki.commit_results(
+        [{"track": "memory", "name": name, "description": description, "content": body}]
+    )
+
+
+def _live_models() -> list[OnnxEmbedder]:
+    gc.collect()
+    return [o for o in gc.get_objects() if isinstance(o, OnnxEmbedder)]
+
+
+def test_one_wiki_loads_the_model_once_for_all_its_retrieves(wiki):
+    """Bug it prevents: every Wiki.retrieve loaded the ONNX model anew (a new Index each
+    call): about 25 ms of set-up per answer in a long-lived process, and a session built
+    and thrown away each time."""
+    _put(wiki, "billing-service", "How billing is deployed", "# Billing\nDeployed by Argo CD.\n")
+    first = wiki.retrieve("how is billing deployed?", notify=lambda m: None)
+    assert first.mode == "hybrid" and first.paths() == ["memory/billing-service.md"]
+    models = _live_models()
+    assert len(models) == 1  # kept by the wiki, not thrown away with the call's index
+    for query in ("argo cd", "deployment of the billing service", "billing"):
+        assert wiki.retrieve(query, notify=lambda m: None).mode == "hybrid"
+    assert _live_models() == models  # the same session answered every later call
+
+
+def test_arguments_of_the_wrong_type_are_invalid_input(wiki):
+    """Bug it prevents: a library caller's retrieve(None), k="3", budget=None,
+    deadline="soon", put("text") or list_recall_files(limit="5") raised AttributeError or
+    TypeError from deep inside memwiki instead of the documented MemwikiError."""
+    import pytest
+
+    from memwiki.errors import InvalidInput
+
+    _put(wiki, "billing-service", "How billing is deployed", "# Billing\nArgo CD.\n")
+    bad_retrieves = [
+        {"query": None},
+        {"query": 123},
+        {"query": "billing", "k": "3"},
+        {"query": "billing", "k": 2.5},
+        {"query": "billing", "k": True},
+        {"query": "billing", "budget": None},
+        {"query": "billing", "project": 5},
+        {"query": "billing", "deadline": "soon"},
+    ]
+    for kwargs in bad_retrieves:
+        query = kwargs.pop("query")
+        with pytest.raises(InvalidInput) as caught:
+            wiki.retrieve(query, mode="bm25", notify=lambda m: None, **kwargs)
+        assert "\n" not in caught.value.message
+    with pytest.raises(InvalidInput, match="expected a RecallFile"):
+        wiki.put("# not a RecallFile")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="limit must be an integer"):
+        wiki.list_recall_files(limit="5")  # type: ignore[arg-type]
+    assert wiki.retrieve("billing", mode="bm25", k=1, budget=0).paths() == [
+        "memory/billing-service.md"
+    ]
+
+
+def _python_block(doc: str, heading: str, after: str = "```python\n") -> str:
+    """The first fenced block starting with `after` below a heading of a document."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / doc).read_text(encoding="utf-8")
+    section = text[text.index(f"\n{heading}\n") :]
+    start = section.index(after) + len(after)
+    return section[start : section.index("```", start)]
+
+
+def test_the_documented_library_examples_run(tmp_path, isolated_env):
+    """The README's Library example and the guide's From Python example, run as they are
+    written in a fresh process against ~/memwiki; the guide's printed output is checked."""
+    import os
+    import subprocess
+    import sys
+
+    home_wiki, _ = Wiki.init(isolated_env / "memwiki")
+    _put(home_wiki, "billing-service", "Stack and deployment of the billing service",
+         "# Billing service\nDeployed by Argo CD; released by tagging main.\n")  # fmt: skip
+    _put(home_wiki, "billing-staging", "The billing staging cluster", "# Staging\nkind.\n")
+    env = {**os.environ, "MEMWIKI_EMBED": "hash"}
+    for doc, heading, expected in (
+        ("README.md", "## Library", None),
+        ("docs/guide.md", "## From Python", _python_block("docs/guide.md", "prints", "```\n")),
+    ):
+        script = _python_block(doc, heading)
+        done = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, f"{doc}: {done.stderr}"
+        if expected is None:  # the README prints one line per hit: path, score, line ranges
+            assert done.stdout.startswith("memory/billing-service.md ")
+        else:
+            assert done.stdout == expected
+
+
+def _deleted_index_files(wiki: Wiki) -> list[str]:
+    """Index files this process still has open or mapped although they were deleted."""
+    import os
+
+    sidecar = str(wiki.sidecar)
+    fds = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            fds.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # the descriptor listdir itself used
+            continue
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        mapped = [line.split(None, 5)[-1].strip() for line in maps]
+    return sorted({f for f in fds + mapped if f.startswith(sidecar) and f.endswith("(deleted)")})
+
+
+def test_a_long_lived_wiki_keeps_no_deleted_index_file_open(wiki, run_memwiki):
+    """Bug it prevents: a closed Whoosh reader kept its segment mapped through memoryviews
+    in reference cycles, so a server using the library held older generations' files
+    open and mapped, deleted (their disk space with them), until a garbage collection
+    happened to run. Edits answered inline and full rebuilds by another process alike."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        import pytest
+
+        pytest.skip("reads /proc/self")
+    _put(wiki, "billing-service", "How billing is deployed", "# Billing\nArgo CD.\n")
+    wiki.retrieve("billing", mode="bm25", notify=lambda m: None)
+    gc.collect()
+    gc.disable()  # what the collector would free sooner or later must be freed at once
+    try:
+        for n in range(3):
+            rf = wiki.get("memory", "billing-service")
+            rf.body += f"\nRelease {n} went out through kafka.\n"
+            wiki.put(rf)  # the next retrieve indexes it inline
+            assert wiki.retrieve("kafka release", mode="bm25", notify=lambda m: None).paths()
+            assert run_memwiki("--wiki", wiki.root, "reindex", "--full").returncode == 0
+            assert wiki.retrieve("kafka", mode="bm25", notify=lambda m: None).paths()
+        assert _deleted_index_files(wiki) == []
+    finally:
+        gc.enable()
+
+
+def test_a_long_lived_wiki_caches_only_segments_its_index_still_has(wiki, run_memwiki):
+    """Bug it prevents: the posting lists of every merged-away or rebuilt Whoosh segment
+    stayed cached until a million postings were held (about 130 MB): a server using the
+    library grew by every edit it answered, and by every rebuild of another process."""
+    import os
+
+    from memwiki.index import bm25_postings
+
+    _put(wiki, "billing-service", "How billing is deployed", "# Billing\nArgo CD.\n")
+    _put(wiki, "kafka-cluster", "The kafka cluster", "# Kafka\nThree brokers.\n")
+    for n in range(8):
+        rf = wiki.get("memory", "billing-service")
+        rf.body += f"\nRelease {n} went out through kafka.\n"
+        wiki.put(rf)  # the next retrieve indexes it inline: a new segment each time
+        assert wiki.retrieve("kafka release", mode="bm25", notify=lambda m: None).paths()
+        if n % 4 == 3:
+            assert run_memwiki("--wiki", wiki.root, "reindex", "--full").returncode == 0
+    assert wiki.retrieve("kafka", mode="bm25", notify=lambda m: None).paths()
+    index = os.path.realpath(wiki.sidecar / "index")
+    ours = {(f, s) for f, s in bm25_postings.cached_segments() if f.startswith(index)}
+    assert ours and all(os.path.exists(os.path.join(f, s)) for f, s in ours)
