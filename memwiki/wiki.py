@@ -13,7 +13,7 @@ from .catalog import Page, list_page
 from .errors import InvalidInput, NotFound, StateError, StorageError
 from .fsutil import atomic_write_text, markdown_files, safe_join
 from .index.listing import ListingCache
-from .layout import MISSING_MARKS, SIDECAR, TRACKS, is_wiki
+from .layout import MISSING_MARKS, SIDECAR, is_wiki
 from .lock import FileLock
 from .recallfile import Problem, RecallFile, check_slug
 
@@ -70,74 +70,9 @@ class Wiki:
         cls, path: Path, force: bool = False, config: Config | None = None
     ) -> tuple[Wiki, bool]:
         """Create a wiki (git init, tracks, .gitignore, README, first commit); (wiki, created)."""
-        import pygit2
+        from .create import init_wiki
 
-        from .git import repo as gitstore
-
-        path = Path(path).expanduser()
-        if not path.exists() and not force:
-            # Refused before anything is created: a refused init used to leave its empty
-            # folders behind inside the other repository.
-            existing = next((p for p in path.absolute().parents if p.exists()), None)
-            outer = gitstore.find_enclosing_repo(existing) if existing is not None else None
-            if outer is not None:
-                raise StateError(
-                    f"{path.absolute()} is inside the git repository {outer}; "
-                    "choose another place or pass --force"
-                )
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StorageError(f"cannot create {path}: {exc.strerror}") from None
-        root = path.resolve()
-        if (root / ".git").exists():
-            wiki = cls(root, config)
-            if not is_wiki(root) and not force:
-                raise StateError(
-                    f"{root} is a git repository but not a memwiki wiki; "
-                    "choose another place or pass --force to add the wiki layout to it"
-                )
-            changed = wiki._ensure_layout()
-            if changed:
-                # Only the layout files: the person's own uncommitted work stays uncommitted.
-                gitstore.commit_paths(wiki.repo, changed, "memwiki: complete the wiki layout\n")
-            return wiki, bool(changed)
-
-        outer = gitstore.find_enclosing_repo(root)
-        if outer is not None and not force:
-            raise StateError(
-                f"{root} is inside the git repository {outer}; choose another place or pass --force"
-            )
-        pygit2.init_repository(str(root), initial_head="main")
-        wiki = cls(root, config)
-        wiki._ensure_layout()
-        gitstore.commit_all(wiki.repo, "memwiki: initialise the wiki\n")
-        return wiki, True
-
-    def _ensure_layout(self) -> list[str]:
-        """Create what is missing of the layout; the relative paths it wrote."""
-        from .templating import load
-
-        changed: list[str] = []
-        for track in TRACKS:
-            keep = self.root / track / ".gitkeep"
-            if not (self.root / track).is_dir():
-                keep.parent.mkdir(parents=True, exist_ok=True)
-                keep.write_text("")
-                changed.append(f"{track}/.gitkeep")
-        from .git.repo import ensure_gitignore
-
-        if ensure_gitignore(self.root):
-            changed.append(".gitignore")
-        readme = self.root / "README.md"
-        if not readme.exists():
-            atomic_write_text(readme, load("wiki/README.md"))
-            changed.append("README.md")
-        hooks = self.root / PRE_COMMIT_CONFIG
-        if not hooks.exists():  # a repository's own pre-commit set-up (init --force) stays
-            atomic_write_text(hooks, load("wiki/pre-commit-config.yaml"))
-            changed.append(PRE_COMMIT_CONFIG)
-        return changed
+        return init_wiki(path, force, config)
 
     @classmethod
     def open(cls, path: Path | str | None = None, config: Config | None = None) -> Wiki:
