@@ -19,7 +19,7 @@ from .recallfile import Problem, RecallFile, check_slug
 
 if TYPE_CHECKING:
     from .config import Config
-    from .index.indexer import Embedders
+    from .index.embedders import Embedders
     from .index.search import RetrievalResult
 
 PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
@@ -321,7 +321,8 @@ class Wiki:
         deadline/background/status: progressive answers (memwiki.index.progressive).
         defer: edits written after the answer, by result.write_later() (memwiki.index.deferred).
         """
-        from .index.indexer import Embedders, Index, print_to_stderr
+        from .index.embedders import Embedders
+        from .index.indexer import Index, print_to_stderr
         from .index.search import retrieve
 
         notify = notify or print_to_stderr

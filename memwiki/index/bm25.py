@@ -13,7 +13,6 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .chunker import Item
 
@@ -32,37 +31,10 @@ def _whoosh() -> None:
 
 
 def storage(directory: Path, readonly: bool = False):
-    """Whoosh's storage of directory, whose create() raises nothing when the folder exists.
+    """Whoosh's storage of directory (whoosh_light.storage: no exception kept in a cycle)."""
+    from .whoosh_light import storage as light_storage
 
-    Bug it prevents: every Whoosh writer made its temporary folder twice, and the second
-    FileExistsError, which Whoosh keeps in a local, made a cycle holding every frame of
-    the caller's stack: in a long-lived process (a server using the library) the index
-    state's mapped manifest and vectors stayed open and mapped after a writer deleted
-    them, until the garbage collector happened to run.
-    """
-    _whoosh()
-    global _Storage
-    if _Storage is None:
-        from whoosh.filedb.filestore import FileStorage, random_name
-
-        class Storage(FileStorage):
-            """FileStorage whose folders are made without an exception kept in a cycle."""
-
-            def create(self):
-                """Make the folder if it is missing (an existing one is no error)."""
-                os.makedirs(self.folder, exist_ok=True)  # Whoosh's raises when it exists
-                return self
-
-            def temp_storage(self, name=None):
-                """A temporary storage inside this one, made as create() makes it."""
-                name = name or f"{random_name()}.tmp"
-                return Storage(os.path.join(self.folder, name)).create()
-
-        _Storage = Storage
-    return _Storage(str(directory), readonly=readonly)
-
-
-_Storage: Any = None  # the class above, made once Whoosh is imported
+    return light_storage(directory, readonly)
 
 
 def analyzer():

@@ -6,7 +6,6 @@ What is written, and in which order, is in index/writing.py.
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,11 +14,12 @@ from typing import TYPE_CHECKING
 from ..errors import StateError
 from . import bm25, races, segments, writing
 from . import manifest as st
+from .embedders import Embedders
 from .snapshot import Snapshot
 from .writing import UpdateReport
 
 if TYPE_CHECKING:
-    from ..embed import Embedder
+    pass
 
 READER_WAIT_S = 5.0  # how long a reader waits for a writer before using the older index
 ITEMS_PER_FILE_GUESS = 5  # for sizing a first build before any file is chunked
@@ -36,36 +36,6 @@ class _NotNow(Exception):
 def print_to_stderr(message: str) -> None:
     """Progress and warnings of index work: one `memwiki: ` line on stderr."""
     print(f"memwiki: {message}", file=sys.stderr)
-
-
-class Embedders:
-    """The embedder one wiki has loaded: kept from one retrieve to the next.
-
-    Bug it prevents: a process that called Wiki.retrieve again and again (an agent loop, a
-    server) loaded the model anew for every call (a new Index each time): about 25 ms of
-    tokenizer and session set-up per answer, and a session built and freed each time.
-    Thread-safe: onnxruntime sessions and the tokenizers' encode may be shared by threads.
-    The first load's thread count stays (a second session would cost more than it saves).
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loaded: tuple[Embedder | None, str] | None = None
-
-    def get(self, config, stamp_dir: Path, threads: int | None) -> tuple[Embedder | None, str]:
-        """(embedder, note), loaded on first use."""
-        with self._lock:
-            if self._loaded is None:
-                from ..embed import load_embedder
-
-                stamp_dir.mkdir(parents=True, exist_ok=True)
-                self._loaded = load_embedder(config, stamp_dir=stamp_dir, threads=threads)
-            return self._loaded
-
-    @property
-    def loaded(self) -> bool:
-        """True once the embedder (or the reason there is none) has been loaded."""
-        return self._loaded is not None
 
 
 class Index:

@@ -11,7 +11,8 @@ stand-ins are removed, so any later import gets the real modules.
 Whoosh memory-maps a segment and then gives each of its parts (terms, postings, ...) a
 `BufferFile` that copies the part into a `BytesIO`: every searcher opened copies the
 postings, a cost that grows with the wiki (about 10 MB, 6-11 ms of CPU, at 2,000 files).
-`ViewFile` reads the same bytes straight from the mapped memory instead.
+`ViewFile` reads the same bytes straight from the mapped memory instead, and `storage`
+makes Whoosh's folders without the exception Whoosh keeps in a reference cycle.
 """
 
 from __future__ import annotations
@@ -19,8 +20,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import os
 import sys
 import types
+from pathlib import Path
+from typing import Any
 
 _MODULES = (
     "whoosh.compat",
@@ -145,3 +149,37 @@ def import_whoosh() -> None:
         for name, stub in stubs.items():
             if sys.modules.get(name) is stub:
                 del sys.modules[name]
+
+
+def storage(directory: Path, readonly: bool = False):
+    """Whoosh's storage of directory, whose create() raises nothing when the folder exists.
+
+    Bug it prevents: every Whoosh writer made its temporary folder twice, and the second
+    FileExistsError, which Whoosh keeps in a local, made a cycle holding every frame of
+    the caller's stack: in a long-lived process (a server using the library) the index
+    state's mapped manifest and vectors stayed open and mapped after a writer deleted
+    them, until the garbage collector happened to run.
+    """
+    import_whoosh()
+    global _Storage
+    if _Storage is None:
+        from whoosh.filedb.filestore import FileStorage, random_name
+
+        class Storage(FileStorage):
+            """FileStorage whose folders are made without an exception kept in a cycle."""
+
+            def create(self):
+                """Make the folder if it is missing (an existing one is no error)."""
+                os.makedirs(self.folder, exist_ok=True)  # Whoosh's raises when it exists
+                return self
+
+            def temp_storage(self, name=None):
+                """A temporary storage inside this one, made as create() makes it."""
+                name = name or f"{random_name()}.tmp"
+                return Storage(os.path.join(self.folder, name)).create()
+
+        _Storage = Storage
+    return _Storage(str(directory), readonly=readonly)
+
+
+_Storage: Any = None  # the class above, made once Whoosh is imported
