@@ -28,6 +28,7 @@ HOME_VARS = (
     "OPENCLAW_HOME",
     "OPENCLAW_CONFIG_PATH",
     "OPENCLAW_WORKSPACE_DIR",
+    "OPENCLAW_PROFILE",
 )
 DB_RELPATH = ("agent", "openclaw-agent.sqlite")
 # The session ids memwiki's scheduled OpenClaw runs use: the wrapper passes one per run,

@@ -2,8 +2,9 @@
 
 Followed from OpenClaw 2026.9.6's own resolution (agent-scope-config resolveAgentWorkspaceDir,
 workspace-default-path, config/paths): the default agent's `workspace` entry, else
-`agents.defaults.workspace`, else OPENCLAW_WORKSPACE_DIR, else <state dir>/workspace. The file
-is JSON5 (comments, trailing commas, unquoted keys), read here without a JSON5 library.
+`agents.defaults.workspace`, else OPENCLAW_WORKSPACE_DIR, else <state dir>/workspace, where a
+named OPENCLAW_PROFILE makes the last one ~/.openclaw-<profile>/workspace. The file is JSON5
+(comments, trailing commas, unquoted keys), read here without a JSON5 library.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .base import env_path
 
 CONFIG_NAME = "openclaw.json"
 IMPLICIT_AGENT = "main"  # the one agent of a config without a roster, and the schedule's
+_PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}", re.I)  # OpenClaw's isValidProfileName
 _TOKEN = re.compile(
     r"""(?P<skip>\s+|//[^\n]*|/\*.*?\*/)
     |(?P<dq>"(?:[^"\\]|\\.)*")
@@ -123,6 +125,23 @@ def _home_path(config: Config, value: str, label: str) -> Path:
     return path
 
 
+def default_workspace(config: Config, state: Path) -> Path:
+    """The workspace of a default agent openclaw.json gives none (workspace-default-path)."""
+    explicit = env_path(config, "OPENCLAW_WORKSPACE_DIR")
+    if explicit:
+        return explicit
+    profile = (config.host_env.get("OPENCLAW_PROFILE") or "").strip()
+    # OPENCLAW_STATE_DIR wins over the profile; so does `openclaw --profile`, which sets it.
+    # An exported OPENCLAW_PROFILE alone leaves state and openclaw.json in ~/.openclaw but
+    # moves this workspace (OpenClaw 2026.9.6, seen in a real run).
+    if env_path(config, "OPENCLAW_STATE_DIR") or profile.lower() in ("", "default"):
+        return state / "workspace"
+    if not _PROFILE_NAME.fullmatch(profile):  # OpenClaw stops on it too
+        raise InvalidInput(f"OPENCLAW_PROFILE {profile!r} is not a profile name; pass --path")
+    home = env_path(config, "OPENCLAW_HOME") or config.home
+    return home / f".openclaw-{profile}" / "workspace"
+
+
 def workspace(config: Config, state: Path) -> Path:
     """The default agent's workspace directory, as OpenClaw resolves it."""
     source = config_path(config, state)
@@ -157,7 +176,7 @@ def workspace(config: Config, state: Path) -> Path:
     if owns_default:
         if shared:
             return _home_path(config, shared, str(source))
-        return env_path(config, "OPENCLAW_WORKSPACE_DIR") or state / "workspace"
+        return default_workspace(config, state)
     # Other agents of a fleet get a directory of their own.
     if shared:
         return _home_path(config, shared, str(source)) / _agent_id(owner)
