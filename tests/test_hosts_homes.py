@@ -158,6 +158,28 @@ def test_an_exported_openclaw_profile_moves_the_workspace_not_the_state(mw, tmp_
     assert done.returncode == 2 and "OPENCLAW_PROFILE" in done.stderr
 
 
+def test_a_tilde_in_openclaw_state_dir_is_openclaw_home(mw, tmp_path):
+    """Bug: OPENCLAW_STATE_DIR=~/oc with OPENCLAW_HOME set was read under HOME; OpenClaw
+    (config/paths resolveStateDir) expands that ~ to OPENCLAW_HOME, as it does in
+    OPENCLAW_CONFIG_PATH and openclaw.json."""
+    ochome = tmp_path / "oc-home"
+    ws = ochome / "oc" / "workspace"
+    ws.mkdir(parents=True)
+    (ochome / "oc" / "openclaw.json").write_text("{}\n")
+    env = {"OPENCLAW_HOME": str(ochome), "OPENCLAW_STATE_DIR": "~/oc"}
+    assert target(mw("install", "--host", "openclaw", "--json", env=env)) == ws / "AGENTS.md"
+    detect = json.loads(mw("hosts", "detect", "--json", env=env).stdout)
+    [st] = [h for h in detect["hosts"] if h["host"] == "openclaw"]
+    assert st["session_location"] == str(ochome / "oc")
+    other = ochome / "other-ws"
+    other.mkdir()
+    (ochome / "cfg.json").write_text(
+        json.dumps({"agents": {"defaults": {"workspace": str(other)}}})
+    )
+    env["OPENCLAW_CONFIG_PATH"] = "~/cfg.json"
+    assert target(mw("install", "--host", "openclaw", "--json", env=env)) == other / "AGENTS.md"
+
+
 def test_a_config_memwiki_cannot_follow_is_one_line_not_a_guess(mw):
     """A broken openclaw.json, or a workspace OpenClaw resolves on its own (a relative path,
     a ${VAR}), is refused with one line naming the file (exit 2): never the default."""

@@ -9,7 +9,7 @@ from typing import Any
 
 from ...config import Config
 from . import openclaw_config
-from .base import JsonlSource, ReadResult, SessionRef, env_path
+from .base import JsonlSource, ReadResult, SessionRef
 from .records import ROLES, TOOL_CALL_BLOCKS, Verdict, block_items, block_types, tool_result
 from .sqlite_ro import (
     connect_ro,
@@ -43,10 +43,9 @@ BRIDGE_SESSION_ID = "memwiki-bridge"  # the fixed id of earlier versions, still 
 
 def state_dir(config: Config) -> Path:
     """OPENCLAW_STATE_DIR, else ~/.openclaw under OPENCLAW_HOME (which replaces HOME)."""
-    explicit = env_path(config, "OPENCLAW_STATE_DIR")
-    if explicit:
-        return explicit
-    return (env_path(config, "OPENCLAW_HOME") or config.home) / ".openclaw"
+    return openclaw_config.user_path(config, "OPENCLAW_STATE_DIR") or (
+        openclaw_config.openclaw_home(config) / ".openclaw"
+    )
 
 
 def instruction_file(config: Config) -> Path | None:

@@ -32,9 +32,22 @@ _TOKEN = re.compile(
 )
 
 
+def openclaw_home(config: Config) -> Path:
+    """OPENCLAW_HOME, else HOME: what OpenClaw calls home (home-dir resolveEffectiveHomeDir)."""
+    return env_path(config, "OPENCLAW_HOME") or config.home
+
+
+def user_path(config: Config, name: str) -> Path | None:
+    """A path variable as OpenClaw reads it: a leading ~ is OpenClaw's home, not HOME."""
+    value = (config.host_env.get(name) or "").strip()
+    if value == "~" or value.startswith("~/"):
+        return openclaw_home(config) / value[2:]
+    return Path(value) if value else None
+
+
 def config_path(config: Config, state: Path) -> Path:
     """OPENCLAW_CONFIG_PATH, else openclaw.json in the state directory."""
-    return env_path(config, "OPENCLAW_CONFIG_PATH") or state / CONFIG_NAME
+    return user_path(config, "OPENCLAW_CONFIG_PATH") or state / CONFIG_NAME
 
 
 def json5_loads(text: str) -> Any:
@@ -116,9 +129,8 @@ def _home_path(config: Config, value: str, label: str) -> Path:
     """A configured path as OpenClaw resolves it: ~ is OPENCLAW_HOME, else HOME."""
     if "${" in value:  # OpenClaw fills it in from its own environment
         raise InvalidInput(f"{label}: workspace {value!r} names a variable; pass --path")
-    if value.startswith("~"):
-        home = env_path(config, "OPENCLAW_HOME") or config.home
-        return home / value[1:].lstrip("/")
+    if value == "~" or value.startswith("~/"):
+        return openclaw_home(config) / value[2:]
     path = Path(value)
     if not path.is_absolute():  # OpenClaw resolves it against its own working directory
         raise InvalidInput(f"{label}: workspace {value!r} is not an absolute path; pass --path")
@@ -138,8 +150,7 @@ def default_workspace(config: Config, state: Path) -> Path:
         return state / "workspace"
     if not _PROFILE_NAME.fullmatch(profile):  # OpenClaw stops on it too
         raise InvalidInput(f"OPENCLAW_PROFILE {profile!r} is not a profile name; pass --path")
-    home = env_path(config, "OPENCLAW_HOME") or config.home
-    return home / f".openclaw-{profile}" / "workspace"
+    return openclaw_home(config) / f".openclaw-{profile}" / "workspace"
 
 
 def workspace(config: Config, state: Path) -> Path:
