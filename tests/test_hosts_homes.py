@@ -125,6 +125,61 @@ def test_openclaw_workspace_dir_and_config_path_variables(mw, tmp_path):
     assert target(mw("install", "--host", "openclaw", "--json", env=env)) == other / "AGENTS.md"
 
 
+def test_an_exported_openclaw_profile_moves_the_workspace_not_the_state(mw, tmp_path):
+    """Bug: with OPENCLAW_PROFILE=work exported, install wrote ~/.openclaw/workspace/AGENTS.md;
+    OpenClaw 2026.9.6 then keeps its state and openclaw.json in ~/.openclaw but reads
+    ~/.openclaw-work/workspace (the layout below is what a real run left)."""
+    ws = mw.home / ".openclaw-work" / "workspace"
+    ws.mkdir(parents=True)
+    (ws / "AGENTS.md").write_text("# Work rules\n")
+    config(mw, '{"agents": {"defaults": {"model": {"primary": "fake/fake-model"}}}}\n')
+    env = {"OPENCLAW_PROFILE": "work"}
+    assert target(mw("install", "--host", "openclaw", "--json", env=env)) == ws / "AGENTS.md"
+    assert not (mw.home / ".openclaw" / "workspace").exists()
+    detect = json.loads(mw("hosts", "detect", "--json", env=env).stdout)
+    [st] = [h for h in detect["hosts"] if h["host"] == "openclaw"]
+    assert st["instruction_file"] == str(ws / "AGENTS.md") and st["installed"]
+    # The scheduled run, started by cron without it, gets it back from the wrapper.
+    assert mw("schedule", "--host", "openclaw", "--install", env=env).returncode == 0
+    [wrapper] = (mw.home / ".config").rglob("openclaw.sh")
+    assert "export OPENCLAW_PROFILE=work" in wrapper.read_text()
+    mw("uninstall", "--host", "openclaw", env=env)
+    assert (ws / "AGENTS.md").read_text() == "# Work rules\n"
+    # `openclaw --profile work` also sets OPENCLAW_STATE_DIR, which the workspace follows;
+    # "default" is no profile.
+    state = mw.home / ".openclaw-work"
+    both = {**env, "OPENCLAW_STATE_DIR": str(state)}
+    assert target(mw("install", "--host", "openclaw", "--json", env=both)) == ws / "AGENTS.md"
+    plain = {"OPENCLAW_PROFILE": "Default"}
+    expected = mw.home / ".openclaw" / "workspace" / "AGENTS.md"
+    (mw.home / ".openclaw" / "workspace").mkdir()
+    assert target(mw("install", "--host", "openclaw", "--json", env=plain)) == expected
+    done = mw("install", "--host", "openclaw", env={"OPENCLAW_PROFILE": "../x"})
+    assert done.returncode == 2 and "OPENCLAW_PROFILE" in done.stderr
+
+
+def test_a_tilde_in_openclaw_state_dir_is_openclaw_home(mw, tmp_path):
+    """Bug: OPENCLAW_STATE_DIR=~/oc with OPENCLAW_HOME set was read under HOME; OpenClaw
+    (config/paths resolveStateDir) expands that ~ to OPENCLAW_HOME, as it does in
+    OPENCLAW_CONFIG_PATH and openclaw.json."""
+    ochome = tmp_path / "oc-home"
+    ws = ochome / "oc" / "workspace"
+    ws.mkdir(parents=True)
+    (ochome / "oc" / "openclaw.json").write_text("{}\n")
+    env = {"OPENCLAW_HOME": str(ochome), "OPENCLAW_STATE_DIR": "~/oc"}
+    assert target(mw("install", "--host", "openclaw", "--json", env=env)) == ws / "AGENTS.md"
+    detect = json.loads(mw("hosts", "detect", "--json", env=env).stdout)
+    [st] = [h for h in detect["hosts"] if h["host"] == "openclaw"]
+    assert st["session_location"] == str(ochome / "oc")
+    other = ochome / "other-ws"
+    other.mkdir()
+    (ochome / "cfg.json").write_text(
+        json.dumps({"agents": {"defaults": {"workspace": str(other)}}})
+    )
+    env["OPENCLAW_CONFIG_PATH"] = "~/cfg.json"
+    assert target(mw("install", "--host", "openclaw", "--json", env=env)) == other / "AGENTS.md"
+
+
 def test_a_config_memwiki_cannot_follow_is_one_line_not_a_guess(mw):
     """A broken openclaw.json, or a workspace OpenClaw resolves on its own (a relative path,
     a ${VAR}), is refused with one line naming the file (exit 2): never the default."""

@@ -1,6 +1,7 @@
 """Instruction files outside the defaults, with the real clients: install writes where they read.
 
-OpenClaw: a workspace set in openclaw.json.
+OpenClaw: a workspace set in openclaw.json or moved by an exported OPENCLAW_PROFILE; a
+session store set in openclaw.json (mining).
 
 OpenClaw reads AGENTS.md from the default agent's workspace, which `agents.defaults.workspace`
 in openclaw.json (JSON5) moves. memwiki's install used to write ~/.openclaw/workspace/AGENTS.md
@@ -50,6 +51,66 @@ def test_the_block_goes_into_the_configured_workspace(tmp_path_factory):
         assert BLOCK_MARK in seen, "the block is not in the workspace OpenClaw reads"
         assert w.sb.memwiki("uninstall", "--host", "openclaw").rc == 0
         assert (workspace / "AGENTS.md").read_text() == f"{RULES}\n"
+    finally:
+        w.sb.close()
+
+
+def test_the_block_goes_into_the_workspace_of_an_exported_profile(tmp_path_factory):
+    """An exported OPENCLAW_PROFILE moves the default workspace to ~/.openclaw-<name>/workspace
+    (state and openclaw.json stay in ~/.openclaw); install wrote ~/.openclaw/workspace."""
+    if "openclaw" not in HOSTS:
+        pytest.skip("openclaw not selected")
+    w = World(tmp_path_factory.mktemp("openclaw-profile"), "openclaw")
+    try:
+        sb = w.sb
+        workspace = sb.home / ".openclaw-work" / "workspace"
+        workspace.mkdir(parents=True)
+        (workspace / "AGENTS.md").write_text(f"{RULES}\n")
+        env = {**w.p.env(), "OPENCLAW_PROFILE": "work"}
+        r = sb.memwiki("install", "--host", "openclaw", "--json", env=env)
+        assert r.rc == 0, r.err
+        [change] = r.json()["changes"]
+        assert change["path"] == str(workspace / "AGENTS.md"), change
+        mark = len(sb.requests())
+        sb.set_script([], "Done.")
+        run = sb.run(w.p.argv("say hello"), env=env, cwd=sb.project)
+        assert run.rc == 0 and not run.timed_out, (run.out[-2000:], run.err[-2000:])
+        bodies = _model_requests(sb, mark)
+        assert bodies, "openclaw sent no request to the fake model"
+        seen = request_text(bodies[0])
+        assert RULES in seen, "OpenClaw did not read the profile's workspace"
+        assert BLOCK_MARK in seen, "the block is not in the workspace OpenClaw reads"
+    finally:
+        w.sb.close()
+
+
+def test_bridge_prepare_finds_a_session_store_openclaw_json_moved(tmp_path_factory):
+    """OpenClaw writes an agent's transcripts where `session.store` in openclaw.json puts
+    its store (and records it in state/openclaw.sqlite); mining read only
+    ~/.openclaw/agents/*/agent/openclaw-agent.sqlite and never offered the session."""
+    if "openclaw" not in HOSTS:
+        pytest.skip("openclaw not selected")
+    w = World(tmp_path_factory.mktemp("openclaw-store"), "openclaw")
+    try:
+        sb = w.sb
+        config = sb.home / ".openclaw" / "openclaw.json"
+        cfg = json.loads(config.read_text())
+        cfg["session"] = {"store": "~/oc-sessions/{agentId}/sessions.json"}
+        config.write_text(json.dumps(cfg, indent=2))
+        assert sb.memwiki("init").rc == 0
+        sb.set_script([], "Use vault.")
+        run = w.p.run(USER_WORDS)
+        assert run.rc == 0 and not run.timed_out, (run.out[-2000:], run.err[-2000:])
+        moved = sb.home / "oc-sessions" / "main" / "openclaw-agent.sqlite"
+        assert moved.is_file(), "the client did not use the configured store"
+        r = sb.memwiki("bridge", "prepare", "--host", "openclaw", "--json")
+        assert r.rc == 0, r.err
+        out = r.json()
+        assert not out["nothing_new"], out
+        offered = [x for x in out["sessions"] if str(moved) in json.dumps(x)]
+        assert offered, ("the session in the moved store was not offered", out["sessions"])
+        texts = [Path(t["messages"]).read_text() for t in out["transcripts"]]
+        assert any(USER_WORDS in t for t in texts), out["transcripts"]
     finally:
         w.sb.close()
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from ...config import Config
 from . import openclaw_config
-from .base import JsonlSource, ReadResult, SessionRef, env_path
+from .base import JsonlSource, ReadResult, SessionRef
 from .records import ROLES, TOOL_CALL_BLOCKS, Verdict, block_items, block_types, tool_result
 from .sqlite_ro import (
     connect_ro,
@@ -28,8 +28,13 @@ HOME_VARS = (
     "OPENCLAW_HOME",
     "OPENCLAW_CONFIG_PATH",
     "OPENCLAW_WORKSPACE_DIR",
+    "OPENCLAW_PROFILE",
 )
 DB_RELPATH = ("agent", "openclaw-agent.sqlite")
+# OpenClaw's own list of the agent databases it wrote (agent_databases: agent_id, path, the
+# path relative to the state directory or absolute): `session.store` in openclaw.json puts an
+# agent's database outside agents/<id>/agent/, and this is where OpenClaw records it.
+REGISTRY_RELPATH = ("state", "openclaw.sqlite")
 # The session ids memwiki's scheduled OpenClaw runs use: the wrapper passes one per run,
 # this prefix plus a timestamp and its process id (the invocation names it, not a transcript).
 BRIDGE_SESSION_PREFIX = "memwiki-bridge-"
@@ -38,10 +43,9 @@ BRIDGE_SESSION_ID = "memwiki-bridge"  # the fixed id of earlier versions, still 
 
 def state_dir(config: Config) -> Path:
     """OPENCLAW_STATE_DIR, else ~/.openclaw under OPENCLAW_HOME (which replaces HOME)."""
-    explicit = env_path(config, "OPENCLAW_STATE_DIR")
-    if explicit:
-        return explicit
-    return (env_path(config, "OPENCLAW_HOME") or config.home) / ".openclaw"
+    return openclaw_config.user_path(config, "OPENCLAW_STATE_DIR") or (
+        openclaw_config.openclaw_home(config) / ".openclaw"
+    )
 
 
 def instruction_file(config: Config) -> Path | None:
@@ -105,18 +109,16 @@ class OpenClawSource(JsonlSource):
     def sessions_in(self, root: Path) -> Iterable[SessionRef]:
         """Database sessions and legacy JSONL sessions of every agent."""
         agents = root / "agents"
-        if not agents.is_dir():
-            return []
+        agent_dirs = sorted(p for p in agents.iterdir() if p.is_dir()) if agents.is_dir() else []
         refs: dict[str, SessionRef] = {}
-        for agent_dir in sorted(p for p in agents.iterdir() if p.is_dir()):
-            db = agent_dir.joinpath(*DB_RELPATH)
-            if db.is_file():
-                try:
-                    refs.update({r.key: r for r in self._list_db(agent_dir.name, db)})
-                except sqlite3.Error as exc:
-                    # Reported, and its sessions left unlisted: no cursor moves past them.
-                    # Its legacy JSONL files are listed as usual below.
-                    self.problems.append(unreadable(db, exc))
+        for agent, db in self._databases(root, agent_dirs):
+            try:
+                refs.update({r.key: r for r in self._list_db(agent, db)})
+            except sqlite3.Error as exc:
+                # Reported, and its sessions left unlisted: no cursor moves past them.
+                # Its legacy JSONL files are listed as usual below.
+                self.problems.append(unreadable(db, exc))
+        for agent_dir in agent_dirs:
             for path in sorted((agent_dir / "sessions").rglob("*.jsonl")):
                 key = f"{agent_dir.name}/{path.stem}"
                 if _legacy_skipped(path) or key in refs:
@@ -124,6 +126,31 @@ class OpenClawSource(JsonlSource):
                 aliases = (path.stem, *_bridge_alias(path.stem))
                 refs[key] = self.ref_for(path, key=key, session_id=key, aliases=aliases)
         return refs.values()
+
+    def _databases(self, root: Path, agent_dirs: list[Path]) -> list[tuple[str, Path]]:
+        """(agent, database): agents/<agent>/agent/, then those only the registry names."""
+        found = [(d.name, d.joinpath(*DB_RELPATH)) for d in agent_dirs]
+        found = [(agent, db) for agent, db in found if db.is_file()]
+        registry = root.joinpath(*REGISTRY_RELPATH)
+        if not registry.is_file():
+            return found
+        try:
+            with connect_ro(registry) as conn:
+                rows = []
+                if {"agent_id", "path"} <= table_columns(conn, "agent_databases"):
+                    rows = conn.execute("SELECT agent_id, path FROM agent_databases").fetchall()
+        except sqlite3.Error as exc:  # the databases under agents/ are still read
+            self.problems.append(unreadable(registry, exc))
+            return found
+        seen = {_same_file(db) for _, db in found}
+        for agent, stored in rows:
+            if not isinstance(agent, str) or not isinstance(stored, str) or not stored:
+                continue  # a damaged row names no database
+            db = root / stored  # an absolute stored path replaces root
+            if db.is_file() and _same_file(db) not in seen:
+                seen.add(_same_file(db))
+                found.append((agent, db))
+        return found
 
     def _list_db(self, agent: str, db: Path) -> list[SessionRef]:
         with connect_ro(db) as conn:
@@ -199,6 +226,14 @@ class OpenClawSource(JsonlSource):
     # The module-level functions are the reader's rules; tests call them directly too.
     classify = staticmethod(classify)
     to_items = staticmethod(to_items)
+
+
+def _same_file(path: Path) -> Path:
+    # The registry and the directory walk may spell one database differently (symlinks, ..).
+    try:
+        return path.resolve()
+    except OSError:
+        return path
 
 
 def _bridge_alias(sid: str) -> list[str]:

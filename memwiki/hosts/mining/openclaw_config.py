@@ -2,8 +2,9 @@
 
 Followed from OpenClaw 2026.9.6's own resolution (agent-scope-config resolveAgentWorkspaceDir,
 workspace-default-path, config/paths): the default agent's `workspace` entry, else
-`agents.defaults.workspace`, else OPENCLAW_WORKSPACE_DIR, else <state dir>/workspace. The file
-is JSON5 (comments, trailing commas, unquoted keys), read here without a JSON5 library.
+`agents.defaults.workspace`, else OPENCLAW_WORKSPACE_DIR, else <state dir>/workspace, where a
+named OPENCLAW_PROFILE makes the last one ~/.openclaw-<profile>/workspace. The file is JSON5
+(comments, trailing commas, unquoted keys), read here without a JSON5 library.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .base import env_path
 
 CONFIG_NAME = "openclaw.json"
 IMPLICIT_AGENT = "main"  # the one agent of a config without a roster, and the schedule's
+_PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}", re.I)  # OpenClaw's isValidProfileName
 _TOKEN = re.compile(
     r"""(?P<skip>\s+|//[^\n]*|/\*.*?\*/)
     |(?P<dq>"(?:[^"\\]|\\.)*")
@@ -30,9 +32,22 @@ _TOKEN = re.compile(
 )
 
 
+def openclaw_home(config: Config) -> Path:
+    """OPENCLAW_HOME, else HOME: what OpenClaw calls home (home-dir resolveEffectiveHomeDir)."""
+    return env_path(config, "OPENCLAW_HOME") or config.home
+
+
+def user_path(config: Config, name: str) -> Path | None:
+    """A path variable as OpenClaw reads it: a leading ~ is OpenClaw's home, not HOME."""
+    value = (config.host_env.get(name) or "").strip()
+    if value == "~" or value.startswith("~/"):
+        return openclaw_home(config) / value[2:]
+    return Path(value) if value else None
+
+
 def config_path(config: Config, state: Path) -> Path:
     """OPENCLAW_CONFIG_PATH, else openclaw.json in the state directory."""
-    return env_path(config, "OPENCLAW_CONFIG_PATH") or state / CONFIG_NAME
+    return user_path(config, "OPENCLAW_CONFIG_PATH") or state / CONFIG_NAME
 
 
 def json5_loads(text: str) -> Any:
@@ -114,13 +129,28 @@ def _home_path(config: Config, value: str, label: str) -> Path:
     """A configured path as OpenClaw resolves it: ~ is OPENCLAW_HOME, else HOME."""
     if "${" in value:  # OpenClaw fills it in from its own environment
         raise InvalidInput(f"{label}: workspace {value!r} names a variable; pass --path")
-    if value.startswith("~"):
-        home = env_path(config, "OPENCLAW_HOME") or config.home
-        return home / value[1:].lstrip("/")
+    if value == "~" or value.startswith("~/"):
+        return openclaw_home(config) / value[2:]
     path = Path(value)
     if not path.is_absolute():  # OpenClaw resolves it against its own working directory
         raise InvalidInput(f"{label}: workspace {value!r} is not an absolute path; pass --path")
     return path
+
+
+def default_workspace(config: Config, state: Path) -> Path:
+    """The workspace of a default agent openclaw.json gives none (workspace-default-path)."""
+    explicit = env_path(config, "OPENCLAW_WORKSPACE_DIR")
+    if explicit:
+        return explicit
+    profile = (config.host_env.get("OPENCLAW_PROFILE") or "").strip()
+    # OPENCLAW_STATE_DIR wins over the profile; so does `openclaw --profile`, which sets it.
+    # An exported OPENCLAW_PROFILE alone leaves state and openclaw.json in ~/.openclaw but
+    # moves this workspace (OpenClaw 2026.9.6, seen in a real run).
+    if env_path(config, "OPENCLAW_STATE_DIR") or profile.lower() in ("", "default"):
+        return state / "workspace"
+    if not _PROFILE_NAME.fullmatch(profile):  # OpenClaw stops on it too
+        raise InvalidInput(f"OPENCLAW_PROFILE {profile!r} is not a profile name; pass --path")
+    return openclaw_home(config) / f".openclaw-{profile}" / "workspace"
 
 
 def workspace(config: Config, state: Path) -> Path:
@@ -157,7 +187,7 @@ def workspace(config: Config, state: Path) -> Path:
     if owns_default:
         if shared:
             return _home_path(config, shared, str(source))
-        return env_path(config, "OPENCLAW_WORKSPACE_DIR") or state / "workspace"
+        return default_workspace(config, state)
     # Other agents of a fleet get a directory of their own.
     if shared:
         return _home_path(config, shared, str(source)) / _agent_id(owner)
