@@ -60,12 +60,31 @@ def main(argv: list[str] | None = None) -> int:
             leave_now(INTERRUPTED)
         return INTERRUPTED
     finally:
+        import signal
+
         if argv is None:
             # The command is over: a Ctrl-C in the interpreter's teardown killed the
             # process by SIGINT (exit -2, no line) after it had done all its work.
-            import signal
-
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+        elif _HELD:  # run inside another program (tests): its Ctrl-C handling comes back
+            signal.signal(signal.SIGINT, _HELD.pop())
+
+
+_HELD: list = []  # the SIGINT handler hold_ctrl_c() replaced, while it is held
+
+
+def hold_ctrl_c() -> None:
+    """From now on a Ctrl-C waits for the command to end: its answer is ready, and printing
+    it takes milliseconds.
+
+    Bug it prevents: a Ctrl-C that landed while retrieve wrote its answer cut the answer
+    short, or printed the whole answer and then "interrupted" with exit 130.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and not _HELD:
+        _HELD.append(signal.signal(signal.SIGINT, signal.SIG_IGN))
 
 
 def _run(globals_: Globals, leave: bool) -> int:

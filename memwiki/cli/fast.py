@@ -109,6 +109,9 @@ def run_retrieve(
         background=True,
         defer=True,
     )
+    from . import hold_ctrl_c
+
+    hold_ctrl_c()  # the answer is whole or not printed at all
     if as_json:
         from .output import emit_json
 
