@@ -148,12 +148,14 @@ def test_ctrl_c_of_retrieve_while_the_model_runs_never_aborts(tmp_path):
     wiki = build_wiki(tmp_path / "w", files=5).root
     answers(wiki, env)  # the index and its vectors are built: the model is the work left
     outcomes = []
-    for extra in (0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.1, 0.12):
+    for extra in (0.0, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.15, 0.2):
         proc = start("--wiki", str(wiki), "retrieve", "release staging", "--json", env=env)
-        # Three tasks (measured): the vector thread is loading the model or embedding. A
-        # fast machine may answer before the poll sees them: then that round is an answer.
+        # Two tasks: the vector thread has started; over the next 0.2 s it imports
+        # onnxruntime, builds the session (a third task) and embeds (measured: the second
+        # task at ~70 ms, the third at ~160 ms, the answer at ~250-350 ms). A machine may
+        # answer before a Ctrl-C lands: then that round is an answer.
         end = time.monotonic() + 60
-        while proc.poll() is None and len(os.listdir(f"/proc/{proc.pid}/task")) < 3:
+        while proc.poll() is None and len(os.listdir(f"/proc/{proc.pid}/task")) < 2:
             assert time.monotonic() < end, "no vector thread within 60 s"
             time.sleep(0.002)
         time.sleep(extra)
