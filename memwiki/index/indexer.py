@@ -9,7 +9,6 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import StateError
 from . import bm25, races, segments, writing
@@ -17,9 +16,6 @@ from . import manifest as st
 from .embedders import Embedders
 from .snapshot import Snapshot
 from .writing import UpdateReport
-
-if TYPE_CHECKING:
-    pass
 
 READER_WAIT_S = 5.0  # how long a reader waits for a writer before using the older index
 ITEMS_PER_FILE_GUESS = 5  # for sizing a first build before any file is chunked

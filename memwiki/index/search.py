@@ -296,14 +296,13 @@ def _check_types(query, k, budget, project, deadline) -> None:
     k="3", budget=None or deadline="soon" raised AttributeError or TypeError from deep inside."""
     from ..errors import InvalidInput
 
-    number = (int, float) if deadline is not None else (type(None),)
     for name, value, types in (
         ("the query", query, (str,)), ("k", k, (int,)), ("budget", budget, (int,)),
-        ("project", project, (str, type(None))), ("deadline", deadline, number),
+        ("project", project, (str, type(None))), ("deadline", deadline, (int, float, type(None))),
     ):  # fmt: skip
         if not isinstance(value, types) or isinstance(value, bool):
-            raise InvalidInput(f"{name} must be {' or '.join(t.__name__ for t in types)}, "
-                               f"not {type(value).__name__}")  # fmt: skip
+            wanted = " or ".join("None" if t is type(None) else t.__name__ for t in types)
+            raise InvalidInput(f"{name} must be {wanted}, not {type(value).__name__}")
 
 
 def _progress_facts(snap, job, mode, config, background, index) -> dict:
