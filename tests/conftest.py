@@ -155,3 +155,26 @@ def fake_crontab(tmp_path: Path) -> tuple[Path, Path]:
     )
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return bindir, table
+
+
+@pytest.fixture
+def home_memwiki(run_memwiki, tmp_path) -> Callable[..., subprocess.CompletedProcess]:
+    """`memwiki ARGS` with HOME (and XDG) in tmp_path/home and a stand-in crontab holding
+    nothing; `.home` is that HOME. A traceback on stderr fails the test."""
+    home = tmp_path / "home"
+    home.mkdir()
+    bindir, _ = fake_crontab(tmp_path)
+
+    def run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        full = {
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "PATH": f"{bindir}:/usr/bin:/bin",
+            **(env or {}),
+        }
+        done = run_memwiki(*argv, env=full)
+        assert "Traceback" not in done.stderr, done.stderr
+        return done
+
+    run.home = home  # type: ignore[attr-defined]
+    return run

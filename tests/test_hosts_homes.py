@@ -17,29 +17,11 @@ from memwiki.hosts.integrate.block import BEGIN
 
 
 @pytest.fixture
-def mw(run_memwiki, tmp_path):
-    """memwiki with HOME (and XDG) in tmp_path; the crontab holds nothing."""
-    home = tmp_path / "home"
-    (home / ".openclaw").mkdir(parents=True)
-    (home / ".hermes").mkdir()
-    (tmp_path / "bin").mkdir()
-    crontab = tmp_path / "bin" / "crontab"
-    crontab.write_text('#!/bin/sh\necho "no crontab for $USER" >&2\nexit 1\n')
-    crontab.chmod(0o755)
-
-    def run(*argv: str, env: dict[str, str] | None = None):
-        full = {
-            "HOME": str(home),
-            "XDG_CONFIG_HOME": str(home / ".config"),
-            "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
-            **(env or {}),
-        }
-        done = run_memwiki(*argv, env=full)
-        assert "Traceback" not in done.stderr, done.stderr
-        return done
-
-    run.home = home  # type: ignore[attr-defined]
-    return run
+def mw(home_memwiki):
+    """memwiki with HOME in tmp_path, where OpenClaw and Hermes have their folders."""
+    (home_memwiki.home / ".openclaw").mkdir()
+    (home_memwiki.home / ".hermes").mkdir()
+    return home_memwiki
 
 
 def config(mw, text: str) -> None:

@@ -26,27 +26,9 @@ INSTRUCTION = {
 
 
 @pytest.fixture
-def mw(run_memwiki, tmp_path):
-    """memwiki with HOME (and XDG) in tmp_path and an empty crontab stand-in."""
-    home = tmp_path / "home"
-    home.mkdir()
-    (tmp_path / "bin").mkdir()
-    crontab = tmp_path / "bin" / "crontab"
-    crontab.write_text('#!/bin/sh\necho "no crontab for $USER" >&2\nexit 1\n')
-    crontab.chmod(0o755)
-
-    def run(*argv: str):
-        env = {
-            "HOME": str(home),
-            "XDG_CONFIG_HOME": str(home / ".config"),
-            "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
-        }
-        done = run_memwiki(*argv, env=env)
-        assert "Traceback" not in done.stderr, done.stderr
-        return done
-
-    run.home = home  # type: ignore[attr-defined]
-    return run
+def mw(home_memwiki):
+    """memwiki with HOME in tmp_path and an empty crontab stand-in."""
+    return home_memwiki
 
 
 def instruction(mw, host: str) -> Path:
