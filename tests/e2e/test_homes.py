@@ -22,6 +22,25 @@ from .test_hosts import BLOCK_MARK, HOSTS, USER_WORDS, World, _model_requests, _
 RULES = "Workspace rules: name every file you touch."
 
 
+def _install(w, host: str, env: dict | None = None) -> list[dict]:
+    """`memwiki install --host HOST --json` in the world (with env, if given): its changes."""
+    r = w.sb.memwiki("install", "--host", host, "--json", **({"env": env} if env else {}))
+    assert r.rc == 0, r.err
+    return r.json()["changes"]
+
+
+def _what_the_model_saw(w, env: dict | None = None) -> str:
+    """Run the real client once on "say hello" (with env, if given); the text of the first
+    request it sent the fake model."""
+    mark = len(w.sb.requests())
+    w.sb.set_script([], "Done.")
+    run = w.sb.run(w.p.argv("say hello"), env=env or w.p.env(), cwd=w.sb.project)
+    assert run.rc == 0 and not run.timed_out, (run.out[-2000:], run.err[-2000:])
+    bodies = _model_requests(w.sb, mark)
+    assert bodies, f"{w.host} sent no request to the fake model"
+    return request_text(bodies[0])
+
+
 def test_the_block_goes_into_the_configured_workspace(tmp_path_factory):
     if "openclaw" not in HOSTS:
         pytest.skip("openclaw not selected")
@@ -36,17 +55,9 @@ def test_the_block_goes_into_the_configured_workspace(tmp_path_factory):
         cfg["agents"]["defaults"]["workspace"] = "~/agent-notes"
         # As people edit it: a comment and unquoted keys (OpenClaw reads JSON5).
         config.write_text("// my workspace lives in ~/agent-notes\n" + json.dumps(cfg, indent=2))
-        r = w.sb.memwiki("install", "--host", "openclaw", "--json")
-        assert r.rc == 0, r.err
-        [change] = r.json()["changes"]
+        [change] = _install(w, "openclaw")
         assert change["path"] == str(workspace / "AGENTS.md"), change
-        mark = len(w.sb.requests())
-        w.sb.set_script([], "Done.")
-        run = w.p.run("say hello")
-        assert run.rc == 0 and not run.timed_out, (run.out[-2000:], run.err[-2000:])
-        bodies = _model_requests(w.sb, mark)
-        assert bodies, "openclaw sent no request to the fake model"
-        seen = request_text(bodies[0])
+        seen = _what_the_model_saw(w)
         assert RULES in seen, "OpenClaw did not read the configured workspace"
         assert BLOCK_MARK in seen, "the block is not in the workspace OpenClaw reads"
         assert w.sb.memwiki("uninstall", "--host", "openclaw").rc == 0
@@ -67,17 +78,9 @@ def test_the_block_goes_into_the_workspace_of_an_exported_profile(tmp_path_facto
         workspace.mkdir(parents=True)
         (workspace / "AGENTS.md").write_text(f"{RULES}\n")
         env = {**w.p.env(), "OPENCLAW_PROFILE": "work"}
-        r = sb.memwiki("install", "--host", "openclaw", "--json", env=env)
-        assert r.rc == 0, r.err
-        [change] = r.json()["changes"]
+        [change] = _install(w, "openclaw", env)
         assert change["path"] == str(workspace / "AGENTS.md"), change
-        mark = len(sb.requests())
-        sb.set_script([], "Done.")
-        run = sb.run(w.p.argv("say hello"), env=env, cwd=sb.project)
-        assert run.rc == 0 and not run.timed_out, (run.out[-2000:], run.err[-2000:])
-        bodies = _model_requests(sb, mark)
-        assert bodies, "openclaw sent no request to the fake model"
-        seen = request_text(bodies[0])
+        seen = _what_the_model_saw(w, env)
         assert RULES in seen, "OpenClaw did not read the profile's workspace"
         assert BLOCK_MARK in seen, "the block is not in the workspace OpenClaw reads"
     finally:
@@ -131,17 +134,9 @@ def test_the_block_goes_into_the_active_hermes_profile(tmp_path_factory):
         (profile / "config.yaml").write_bytes((root / "config.yaml").read_bytes())
         (profile / "SOUL.md").write_text(f"{PERSONA}\n")
         (root / "active_profile").write_text("work\n")
-        r = w.sb.memwiki("install", "--host", "hermes", "--json")
-        assert r.rc == 0, r.err
-        [change] = r.json()["changes"]
+        [change] = _install(w, "hermes")
         assert change["path"] == str(profile / "SOUL.md"), change
-        mark = len(w.sb.requests())
-        w.sb.set_script([], "Done.")
-        run = w.p.run("say hello")
-        assert run.rc == 0 and not run.timed_out, (run.out[-2000:], run.err[-2000:])
-        bodies = _model_requests(w.sb, mark)
-        assert bodies, "hermes sent no request to the fake model"
-        seen = request_text(bodies[0])
+        seen = _what_the_model_saw(w)
         assert PERSONA in seen, "Hermes did not run in the active profile"
         assert BLOCK_MARK in seen, "the block is not in the SOUL.md Hermes reads"
         assert w.sb.memwiki("uninstall", "--host", "hermes").rc == 0
@@ -204,15 +199,9 @@ def test_install_under_moved_homes_reaches_claude_code_and_codex(tmp_path_factor
                 (sb.home / folder / "config.toml").write_bytes((moved / "config.toml").read_bytes())
             env = {**w.p.env(), var: str(moved)}
             assert sb.memwiki("init").rc == 0
-            r = sb.memwiki("install", "--host", host, "--json", env=env)
-            assert r.rc == 0, r.err
-            assert all(c["path"].startswith(str(moved)) for c in r.json()["changes"]), r.out
-            mark = len(sb.requests())
-            sb.set_script([], "Done.")
-            run = sb.run(w.p.argv("say hello"), env=env, cwd=sb.project)
-            assert run.rc == 0 and not run.timed_out, (run.out[-2000:], run.err[-2000:])
-            bodies = _model_requests(sb, mark)
-            assert bodies and BLOCK_MARK in request_text(bodies[0]), f"{host}: block not read"
+            changes = _install(w, host, env)
+            assert all(c["path"].startswith(str(moved)) for c in changes), changes
+            assert BLOCK_MARK in _what_the_model_saw(w, env), f"{host}: block not read"
             assert sb.memwiki("uninstall", "--host", host, env=env).rc == 0
         finally:
             w.sb.close()
