@@ -18,6 +18,8 @@ from .lock import FileLock
 from .recallfile import Problem, RecallFile, check_slug
 
 if TYPE_CHECKING:
+    import pygit2
+
     from .config import Config
     from .git.history import LogEntry
     from .index.embedders import Embedders
@@ -47,6 +49,8 @@ class CommitResult:
 
 class Wiki:
     """A memwiki wiki rooted at a git work tree."""
+
+    root: Path  # the work tree, resolved
 
     def __init__(self, root: Path, config: Config | None = None):
         self.root = Path(root).resolve()
@@ -124,7 +128,7 @@ class Wiki:
         return cls(root, config)
 
     @property
-    def repo(self):
+    def repo(self) -> pygit2.Repository:
         """The pygit2 repository (opened on first use)."""
         if self._repo is None:
             from .git import repo as gitstore

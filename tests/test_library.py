@@ -79,8 +79,9 @@ def _python_block(doc: str, heading: str, after: str = "```python\n") -> str:
 
 
 def test_the_documented_library_examples_run(tmp_path, isolated_env):
-    """The README's Library example and the guide's From Python example, run as they are
-    written in a fresh process against ~/memwiki; the guide's printed output is checked."""
+    """The README's Library example, the guide's From Python example and library.md's
+    example, run as they are written in a fresh process against ~/memwiki; the printed
+    output the guide and library.md show is checked."""
     import os
     import subprocess
     import sys
@@ -93,6 +94,7 @@ def test_the_documented_library_examples_run(tmp_path, isolated_env):
     for doc, heading, expected in (
         ("README.md", "## Library", None),
         ("docs/guide.md", "## From Python", _python_block("docs/guide.md", "prints", "```\n")),
+        ("docs/library.md", "## Example", _python_block("docs/library.md", "prints", "```\n")),
     ):
         script = _python_block(doc, heading)
         done = subprocess.run(
