@@ -11,6 +11,14 @@ Exit codes (documented in docs/reference.md):
 
 from __future__ import annotations
 
+import errno
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 class MemwikiError(Exception):
     """Base class: a one-line, user-facing message and an exit code."""
@@ -44,3 +52,50 @@ class StorageError(MemwikiError):
     """git or the filesystem failed underneath us."""
 
     exit_code = 5
+
+
+def check_type(what: str, value: object, types: tuple[type, ...], wanted: str = "") -> None:
+    """InvalidInput unless value is one of types (a bool is no int): a library caller's
+    wrong type is named here, not met as a TypeError or AttributeError from deep inside."""
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+        wanted = wanted or " or ".join("None" if t is type(None) else t.__name__ for t in types)
+        raise InvalidInput(f"{what} must be {wanted}, not {type(value).__name__}")
+
+
+# errno values that describe the machine, not memwiki: full disk or quota, read-only
+# filesystem, permission, I/O error.
+ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
+
+
+def as_storage_error(exc: BaseException) -> StorageError | None:
+    """exc as the StorageError it stands for (the machine or libgit2 said no), else None."""
+    if isinstance(exc, OSError) and exc.errno in ENVIRONMENT_ERRNOS:
+        where = f": {exc.filename}" if exc.filename else ""
+        return StorageError(f"{exc.strerror or type(exc).__name__}{where}")
+    pygit2 = sys.modules.get("pygit2")  # loaded by whatever raised its error
+    if pygit2 is not None and isinstance(exc, pygit2.GitError):
+        return StorageError(f"git failed: {' '.join(str(exc).split())}")
+    return None
+
+
+def library_call(method: F) -> F:
+    """A public Wiki method: a full disk, a read-only file or libgit2's refusal reaches
+    the caller as StorageError (exit code 5), as the command line reports it.
+
+    Bug it prevents: a library caller got a bare PermissionError or pygit2.GitError where
+    the documented MemwikiError was promised; only the CLI translated them.
+    """
+
+    @functools.wraps(method)
+    def call(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except MemwikiError:
+            raise
+        except Exception as exc:
+            error = as_storage_error(exc)
+            if error is None:
+                raise
+            raise error from exc
+
+    return cast(F, call)

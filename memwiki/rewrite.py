@@ -21,6 +21,7 @@ def merged(path: Path, rf: RecallFile) -> tuple[str, bool]:
         raise InvalidInput(f"{rf.track}/{rf.name}: description is missing")
     if not rfmod.is_one_line(rf.description):
         raise InvalidInput(f"{rf.track}/{rf.name}: description must be one line")
+    _check_types(rf)
     rf.description = rf.description.strip()
     existing = None
     if path.exists():
@@ -52,3 +53,20 @@ def merged(path: Path, rf: RecallFile) -> tuple[str, bool]:
     text = rfmod.render(rf)
     rfmod.check_rendered(text, rf.track, path.stem)  # whatever is written must read back
     return text, existing is None and not path.exists()
+
+
+def _check_types(rf: RecallFile) -> None:
+    """A library caller's fields of the wrong type are InvalidInput, before anything is written.
+
+    Bug it prevents: RecallFile(tags="release") was written as `tags: [r, e, l, e, a, s, e]`
+    and body=5 as the text "5"; commit_results' payloads were checked, RecallFiles were not.
+    """
+    where = f"{rf.track}/{rf.name}"
+    if not isinstance(rf.body, str):
+        raise InvalidInput(f"{where}: body must be a string, not {type(rf.body).__name__}")
+    for key in ("tags", "sources"):
+        value = getattr(rf, key)
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise InvalidInput(f"{where}: {key} must be a list of strings")
+    if not isinstance(rf.extra, dict):
+        raise InvalidInput(f"{where}: extra must be a dict, not {type(rf.extra).__name__}")

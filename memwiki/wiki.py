@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import recallfile as rfmod
 from .catalog import Page, list_page
-from .errors import InvalidInput, NotFound, StateError, StorageError
+from .errors import InvalidInput, NotFound, StateError, StorageError, check_type, library_call
 from .fsutil import atomic_write_text, markdown_files, safe_join
 from .index.listing import ListingCache
 from .layout import MISSING_MARKS, SIDECAR, is_wiki
@@ -18,7 +18,10 @@ from .lock import FileLock
 from .recallfile import Problem, RecallFile, check_slug
 
 if TYPE_CHECKING:
+    import pygit2
+
     from .config import Config
+    from .git.history import LogEntry
     from .index.embedders import Embedders
     from .index.search import RetrievalResult
 
@@ -47,6 +50,8 @@ class CommitResult:
 class Wiki:
     """A memwiki wiki rooted at a git work tree."""
 
+    root: Path  # the work tree, resolved
+
     def __init__(self, root: Path, config: Config | None = None):
         self.root = Path(root).resolve()
         self._repo = None
@@ -63,20 +68,46 @@ class Wiki:
             self._config = load({"wiki": str(self.root)})
         return self._config
 
+    def close(self) -> None:
+        """Release what this Wiki holds (git repository, loaded model, listing cache) and
+        reap finished index writers; a later call opens what it needs again.
+
+        A long-lived process that opens many wikis, or wants the model's memory back
+        (about 100 MB), calls it, or uses the Wiki as a context manager.
+        """
+        repo, self._repo = self._repo, None
+        if repo is not None:
+            repo.free()  # libgit2's open pack files and mapped windows go now, not at GC
+        self._embedders = None
+        self._listing = None
+        from .index import deferred
+
+        deferred.reap()  # a writer forked by result.write_later() that has finished
+
+    def __enter__(self) -> Wiki:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     # ------------------------------------------------------------ set-up
 
     @classmethod
+    @library_call
     def init(
         cls, path: Path, force: bool = False, config: Config | None = None
     ) -> tuple[Wiki, bool]:
         """Create a wiki (git init, tracks, .gitignore, README, first commit); (wiki, created)."""
         from .create import init_wiki
 
+        _check_open(path, config)
         return init_wiki(path, force, config)
 
     @classmethod
+    @library_call
     def open(cls, path: Path | str | None = None, config: Config | None = None) -> Wiki:
         """Open an existing wiki (path, else config's wiki); it keeps config for every later call."""
+        _check_open(path, config, path_optional=True)
         if path is None:
             if config is None:
                 from .config import load
@@ -97,7 +128,7 @@ class Wiki:
         return cls(root, config)
 
     @property
-    def repo(self):
+    def repo(self) -> pygit2.Repository:
         """The pygit2 repository (opened on first use)."""
         if self._repo is None:
             from .git import repo as gitstore
@@ -162,6 +193,7 @@ class Wiki:
             for path in markdown_files(self.root / top, self.root):
                 yield top, path
 
+    @library_call
     def get(self, track: str, name: str) -> RecallFile:
         """Read one RecallFile."""
         path = self.path_of(track, name)
@@ -172,6 +204,7 @@ class Wiki:
         except OSError as exc:  # unreadable (permissions): one line, as list and lint say it
             raise StorageError(f"{track}/{name}.md: cannot read: {exc.strerror}") from None
 
+    @library_call
     def list_recall_files(
         self, track: str | None = None, cursor: str | None = None, limit: int = 100
     ) -> Page:
@@ -191,6 +224,7 @@ class Wiki:
         text, created = merged(path, rf)
         return path, text, created
 
+    @library_call
     def put(self, rf: RecallFile) -> bool:
         """Create or update one RecallFile on disk (no commit); True when it was created."""
         with self.write_lock():
@@ -198,6 +232,7 @@ class Wiki:
             atomic_write_text(path, text)
         return created
 
+    @library_call
     def delete(self, track: str, name: str) -> None:
         """Delete one RecallFile from disk (no commit)."""
         path = self.path_of(track, name)
@@ -206,8 +241,10 @@ class Wiki:
         with self.write_lock():
             path.unlink()
 
+    @library_call
     def save(self, rf: RecallFile, message: str | None = None) -> CommitResult:
         """Create or update one RecallFile and commit it."""
+        check_type("message", message, (str, type(None)), "a string")
         with self.write_lock():
             self._refuse_unfinished_git()
             path, text, _ = self._prepare(rf)
@@ -216,10 +253,12 @@ class Wiki:
                 message or f"memwiki: save {rf.track}/{rf.name}\n", [self._rel(path)]
             )
 
+    @library_call
     def remove(
         self, track: str, name: str, message: str | None = None, force: bool = False
     ) -> CommitResult:
         """Delete one RecallFile and commit the deletion; force: even when git has no copy of it."""
+        check_type("message", message, (str, type(None)), "a string")
         path = self.path_of(track, name)
         with self.write_lock():
             if not path.is_file():
@@ -237,12 +276,12 @@ class Wiki:
                 message or f"memwiki: delete {track}/{name}\n", [self._rel(path)]
             )
 
+    @library_call
     def commit_results(self, recall_files: Any, message: str | None = None) -> CommitResult:
         """Validate all files, write them, and make one commit (all or nothing)."""
         if not isinstance(recall_files, list) or not recall_files:
             raise InvalidInput("recall_files must be a non-empty list")
-        if message is not None and not isinstance(message, str):
-            raise InvalidInput("message must be a string")
+        check_type("message", message, (str, type(None)), "a string")
         parsed = [
             rfmod.from_payload(item, f"recall_files[{i}]") for i, item in enumerate(recall_files)
         ]
@@ -263,8 +302,10 @@ class Wiki:
                 atomic_write_text(path, text)
             return self._commit_locked(message, [self._rel(p) for p, _, _ in prepared])
 
+    @library_call
     def commit(self, message: str | None = None) -> CommitResult:
         """Commit every change in the work tree, hand edits included."""
+        check_type("message", message, (str, type(None)), "a string")
         with self.write_lock():
             return self._commit_locked(message)
 
@@ -291,8 +332,14 @@ class Wiki:
         deleted = sorted(changes.deleted + [old for old, _ in changes.renamed])
         return CommitResult(oid, created, changes.updated, deleted)
 
-    def log(self, track: str | None = None, name: str | None = None, limit: int = 20):
-        """Commits touching the wiki, or one RecallFile, newest first."""
+    @library_call
+    def log(
+        self, track: str | None = None, name: str | None = None, limit: int = 20
+    ) -> list[LogEntry]:
+        """Commits touching the wiki, or one RecallFile (track defaults to memory), newest first."""
+        check_type("limit", limit, (int,), "an integer")  # was islice's ValueError
+        if limit < 1:
+            raise InvalidInput("limit must be at least 1")
         path = None
         if name is not None:
             path = str(self.path_of(track or "memory", name).relative_to(self.root))
@@ -300,6 +347,7 @@ class Wiki:
 
         return gitstore.log(self.repo, path, limit)
 
+    @library_call
     def lint(self) -> list[Problem]:
         """Every problem in the wiki's files (see memwiki.lint)."""
         from .lint import lint_wiki
@@ -308,6 +356,7 @@ class Wiki:
 
     # ----------------------------------------------------------- retrieval
 
+    @library_call
     def retrieve(
         self, query: str, *, k: int = 5, track: str | None = None, budget: int = 1500,
         mode: str = "hybrid", project: str | None = None,
@@ -345,6 +394,14 @@ class Wiki:
                 f"the index in {self.sidecar} changed while it was read ({exc.strerror}); "
                 "run the command again"
             ) from None
+
+
+def _check_open(path: Any, config: Any, path_optional: bool = False) -> None:
+    """Wiki.open/init's arguments: was a TypeError from pathlib, or an AttributeError later."""
+    from .config import Config
+
+    check_type("path", path, (str, os.PathLike, *((type(None),) if path_optional else ())))
+    check_type("config", config, (Config, type(None)), "a Config (memwiki.load_config) or None")
 
 
 def _is_subfolder(entry: os.DirEntry) -> bool:

@@ -79,8 +79,9 @@ def _python_block(doc: str, heading: str, after: str = "```python\n") -> str:
 
 
 def test_the_documented_library_examples_run(tmp_path, isolated_env):
-    """The README's Library example and the guide's From Python example, run as they are
-    written in a fresh process against ~/memwiki; the guide's printed output is checked."""
+    """The README's Library example, the guide's From Python example and library.md's
+    example, run as they are written in a fresh process against ~/memwiki; the printed
+    output the guide and library.md show is checked."""
     import os
     import subprocess
     import sys
@@ -93,6 +94,7 @@ def test_the_documented_library_examples_run(tmp_path, isolated_env):
     for doc, heading, expected in (
         ("README.md", "## Library", None),
         ("docs/guide.md", "## From Python", _python_block("docs/guide.md", "prints", "```\n")),
+        ("docs/library.md", "## Example", _python_block("docs/library.md", "prints", "```\n")),
     ):
         script = _python_block(doc, heading)
         done = subprocess.run(
@@ -170,3 +172,135 @@ def test_a_long_lived_wiki_caches_only_segments_its_index_still_has(wiki, run_me
     index = os.path.realpath(wiki.sidecar / "index")
     ours = {(f, s) for f, s in bm25_postings.cached_segments() if f.startswith(index)}
     assert ours and all(os.path.exists(os.path.join(f, s)) for f, s in ours)
+
+
+def test_more_arguments_of_the_wrong_type_are_invalid_input(wiki, tmp_path):
+    """Bug it prevents: Wiki.open(5) and Wiki.init(5) raised pathlib's TypeError, a dict
+    as config an AttributeError later, log(limit="3") islice's ValueError, commit(message=5)
+    libgit2's TypeError; a RecallFile with tags="release" was written as
+    `tags: [r, e, l, e, a, s, e]` and one with body=5 as the text "5"."""
+    import pytest
+
+    from memwiki import InvalidInput, RecallFile
+
+    for call in (
+        lambda: Wiki.open(5),  # type: ignore[arg-type]
+        lambda: Wiki.init(5),  # type: ignore[arg-type]
+        lambda: Wiki.open(wiki.root, {"embed": "hash"}),  # type: ignore[arg-type]
+        lambda: wiki.log(limit="3"),  # type: ignore[arg-type]
+        lambda: wiki.log(limit=0),
+        lambda: wiki.commit(message=5),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(InvalidInput) as caught:
+            call()
+        assert "\n" not in caught.value.message
+    bad_files = [
+        (RecallFile("memory", "a", "x", tags="release"), "tags must be a list of strings"),  # type: ignore[arg-type]
+        (RecallFile("memory", "a", "x", sources=[1]), "sources must be a list of strings"),  # type: ignore[list-item]
+        (RecallFile("memory", "a", "x", body=5), "body must be a string, not int"),  # type: ignore[arg-type]
+        (RecallFile("memory", "a", "x", extra=["k"]), "extra must be a dict"),  # type: ignore[arg-type]
+    ]
+    for rf, message in bad_files:
+        for write in (wiki.put, wiki.save):
+            with pytest.raises(InvalidInput, match=message):
+                write(rf)
+    assert not (wiki.root / "memory" / "a.md").exists()  # nothing written
+    good = RecallFile("memory", "a", "x", tags=("release",), body="# A\n")
+    assert wiki.save(good).created == ["memory/a.md"]
+    assert wiki.get("memory", "a").tags == ["release"]
+    assert Wiki.open(str(tmp_path / "wiki")).root == wiki.root  # a str is a path too
+
+
+def test_a_git_failure_reaches_the_library_as_storage_error(wiki):
+    """Bug it prevents: only the command line turned libgit2's refusal (a damaged
+    repository, a full disk while writing objects) into StorageError, exit code 5; a
+    library caller got a bare pygit2.GitError, outside the documented MemwikiError."""
+    import shutil
+
+    import pytest
+
+    from memwiki import MemwikiError, RecallFile, StorageError
+
+    _put(wiki, "billing-service", "How billing is deployed", "# Billing\nArgo CD.\n")
+    shutil.rmtree(wiki.root / ".git" / "objects")  # the object database is gone
+    with pytest.raises(StorageError, match="^git failed: ") as caught:
+        wiki.save(RecallFile("memory", "kafka", "The kafka cluster", body="# Kafka\n"))
+    assert isinstance(caught.value, MemwikiError) and caught.value.exit_code == 5
+    assert type(caught.value.__cause__).__name__ == "GitError"  # the cause is kept
+
+
+def _children() -> list[tuple[int, str]]:
+    """This process's child processes, with their state (Z: a zombie nobody reaped)."""
+    import os
+
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:  # it ended meanwhile
+            continue
+        if int(fields[1]) == os.getpid():
+            found.append((int(pid), fields[0]))
+    return found
+
+
+def _held_under(folder) -> list[str]:
+    """Files under folder this process has open or mapped."""
+    import os
+
+    names = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            names.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            continue
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        names += [line.split(None, 5)[-1].strip() for line in maps]
+    return sorted({n for n in names if n.startswith(str(folder))})
+
+
+def test_a_closed_wiki_holds_no_repository_model_or_child(tmp_path, git):
+    """A long-lived caller opens a wiki, retrieves, writes, lets an edit be indexed after
+    the answer, and closes it (a with block): libgit2's mapped pack files, the loaded
+    model and the finished index writer (a zombie until the next write) are all released.
+    Bug it prevents: there was no close(): a process that opened wiki after wiki kept each
+    one's pack files mapped (deleted ones too, after a `git gc`) and its model loaded until
+    a garbage collection, and the last forked writer stayed a zombie."""
+    import sys
+    import time
+
+    import pytest
+
+    from memwiki import RecallFile
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("reads /proc")
+    Wiki.init(tmp_path / "w")
+    with Wiki.open(tmp_path / "w") as wiki:
+        _put(wiki, "billing-service", "How billing is deployed", "# Billing\nArgo CD.\n")
+        git(wiki.root, "gc", "-q")  # the objects in a pack libgit2 maps
+        assert wiki.retrieve("billing", notify=lambda m: None).mode == "hybrid"
+        assert len(_live_models()) == 1
+        wiki.save(RecallFile("memory", "kafka", "The kafka cluster", body="# Kafka\nbrokers\n"))
+        assert [e.message for e in wiki.log(limit=1)] == ["memwiki: save memory/kafka"]
+        assert _held_under(wiki.root / ".git")  # the pack is mapped while the wiki is open
+        result = wiki.retrieve("kafka brokers", notify=lambda m: None, defer=True)
+        assert result.paths()[0] == "memory/kafka.md"
+        assert result.write_later is not None and result.write_later() == "forked"
+        for _ in range(1000):  # the writer commits the edit and ends; nobody reaps it yet
+            if [state for _, state in _children()] == ["Z"]:
+                break
+            time.sleep(0.01)
+        assert [state for _, state in _children()] == ["Z"]
+        del result  # its write_later holds the index the answer read, the model with it
+    assert _children() == []
+    assert _held_under(wiki.root / ".git") == []
+    assert _live_models() == []
+    # closed is not broken: the next call opens what it needs again
+    assert (
+        wiki.retrieve("kafka", mode="bm25", notify=lambda m: None).paths()[0] == "memory/kafka.md"
+    )
+    assert wiki.get("memory", "kafka").description == "The kafka cluster"
+    wiki.close()
+    wiki.close()  # twice is harmless

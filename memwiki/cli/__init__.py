@@ -8,11 +8,10 @@ JSON error document on stdout, under --debug also the traceback (the exit code s
 
 from __future__ import annotations
 
-import errno
 import sys
 from typing import TYPE_CHECKING
 
-from ..errors import MemwikiError, StorageError
+from ..errors import MemwikiError, as_storage_error
 from ..index.progressive import process_start
 
 if TYPE_CHECKING:
@@ -32,11 +31,6 @@ def process_started() -> float:
 
 
 _STARTED = process_start()
-
-
-# errno values that describe the machine, not memwiki: full disk or quota, read-only
-# filesystem, permission, I/O error.
-_ENVIRONMENT = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,18 +99,11 @@ def _run(globals_: Globals, leave: bool) -> int:
     except MemwikiError as exc:
         return _fail(exc.message, exc.exit_code, globals_.wants_json, globals_.debug)
     except Exception as exc:  # a bug: one line unless --debug
-        if isinstance(exc, OSError) and exc.errno in _ENVIRONMENT:
-            # The machine said no (a full disk, a read-only mount, permissions): a
-            # filesystem failure, exit 5, not a bug of memwiki's (it was exit 70).
-            where = f": {exc.filename}" if exc.filename else ""
-            message = f"{exc.strerror or type(exc).__name__}{where}"
-            return _fail(message, StorageError.exit_code, globals_.wants_json, globals_.debug)
-        pygit2 = sys.modules.get("pygit2")  # loaded by whatever raised its error
-        if pygit2 is not None and isinstance(exc, pygit2.GitError):
-            # libgit2 refused (a full disk while writing objects or the index): a git
-            # failure, exit 5, as the exit-code table says.
-            message = f"git failed: {' '.join(str(exc).split())}"
-            return _fail(message, StorageError.exit_code, globals_.wants_json, globals_.debug)
+        # The machine said no (a full disk, a read-only mount, permissions) or libgit2
+        # refused: a filesystem or git failure, exit 5, not a bug of memwiki's (exit 70).
+        storage = as_storage_error(exc)
+        if storage is not None:
+            return _fail(storage.message, storage.exit_code, globals_.wants_json, globals_.debug)
         message = f"{type(exc).__name__}: {exc}"
         return _fail(message, INTERNAL_ERROR, globals_.wants_json, globals_.debug, internal=True)
 

@@ -102,7 +102,7 @@ def write_later(index: Index, prepared: Prepared) -> str:
     for stream in (sys.stdout, sys.stderr):  # nothing buffered may be written twice
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
-    _reap()
+    reap()
     try:
         pid = os.fork()
     except OSError:  # no memory or processes left: the next command writes the edit
@@ -129,7 +129,7 @@ def write_later(index: Index, prepared: Prepared) -> str:
 _CHILDREN: list[int] = []  # writers this process forked and has not reaped yet
 
 
-def _reap() -> None:
+def reap() -> None:
     """Reap the writers that have finished (a long-running caller collects no zombies)."""
     for pid in list(_CHILDREN):
         try:
@@ -146,7 +146,7 @@ def wait_for_writes(timeout: float = 30.0) -> None:
 
     until = time.monotonic() + timeout
     while _CHILDREN and time.monotonic() < until:
-        _reap()
+        reap()
         time.sleep(0.005)
 
 

@@ -294,15 +294,13 @@ def retrieve(
 def _check_types(query, k, budget, project, deadline) -> None:
     """Arguments of the wrong type are InvalidInput. Bug it prevents: Wiki.retrieve(None),
     k="3", budget=None or deadline="soon" raised AttributeError or TypeError from deep inside."""
-    from ..errors import InvalidInput
+    from ..errors import check_type
 
     for name, value, types in (
         ("the query", query, (str,)), ("k", k, (int,)), ("budget", budget, (int,)),
         ("project", project, (str, type(None))), ("deadline", deadline, (int, float, type(None))),
     ):  # fmt: skip
-        if not isinstance(value, types) or isinstance(value, bool):
-            wanted = " or ".join("None" if t is type(None) else t.__name__ for t in types)
-            raise InvalidInput(f"{name} must be {wanted}, not {type(value).__name__}")
+        check_type(name, value, types)
 
 
 def _progress_facts(snap, job, mode, config, background, index) -> dict:
