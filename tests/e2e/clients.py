@@ -19,7 +19,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 VERSIONS = HERE.parents[1] / "templates" / "hosts" / "client-versions.toml"
-CACHE = Path(os.environ.get("MEMWIKI_E2E_CACHE", Path.home() / ".cache" / "memwiki-e2e"))
+# The user's own home, read at import: every test then runs with a private HOME
+# (tests/conftest.py), under which neither the cache nor pyenv's interpreters are found.
+# Bug it prevents: on an empty cache the first client installed inside a test (hermes, from
+# test_homes) failed with "python3.12 not found".
+REAL_HOME = Path.home()
+CACHE = Path(os.environ.get("MEMWIKI_E2E_CACHE", REAL_HOME / ".cache" / "memwiki-e2e"))
 INSTALL_TIMEOUT = 900
 
 
@@ -83,7 +88,7 @@ def find_python(minor: str) -> str:
     found = shutil.which(f"python{minor}")
     if found and subprocess.run([found, "-V"], capture_output=True, timeout=30).returncode == 0:
         return found
-    pyenv = Path.home() / ".pyenv" / "versions"
+    pyenv = REAL_HOME / ".pyenv" / "versions"
     for d in sorted(pyenv.glob(f"{minor}.*"), reverse=True):
         exe = d / "bin" / f"python{minor}"
         if exe.exists():
