@@ -149,7 +149,7 @@ def _commit_run_branch(
     # The resource job's described files go into project/<slug>.md first (resources.py).
     resources.merge_run(directory, workspace)
     changes = stage_changes(wrepo, base)
-    problems = check(wrepo, changes)
+    problems = check(wrepo, changes, base)
     if problems:
         unstage(wrepo)
         raise RunInvalid(state.run_id, problems)
