@@ -212,7 +212,7 @@ def test_same_run_id_twice_is_refused(tmp_path):
     s = payload(tmp_path, "s.json", ["hi"])
     memorize.prepare(wiki, [s], run_id="dup")
     with pytest.raises(StateError, match="already exists"):
-        memorize.prepare(wiki, [s], run_id="dup")
+        memorize.prepare(wiki, [s], run_id="dup", again=True)
     assert [st.run_id for st in memorize.status(wiki)] == ["dup"]
 
 

@@ -65,7 +65,7 @@ def _noop(_: str) -> None:
 
 def _trailers(state: RunState) -> str:
     sessions = ", ".join(state.source_ids) or "none"
-    return f"Memwiki-Run: {state.run_id}\nMemwiki-Sessions: {sessions}\n"
+    return f"Memwiki-Run: {state.run_id}\n{runstate.SESSIONS_TRAILER}{sessions}\n"
 
 
 def run_commit_message(state: RunState, changes: Changes) -> str:
