@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -259,3 +260,30 @@ def test_two_runs_patching_one_file_seconds_apart_merge_cleanly(seeded, cli):
     assert json.loads(out)["conflicts"] == []
     text = (seeded.root / rel).read_text()
     assert "## Steps to ship" in text and "push it." in text and text.count("created:") == 1
+
+
+def test_a_session_memorized_before_is_refused_unless_again(wiki, cli, git):
+    # The same payload prepared twice (a retried script, a cron job) was mined twice:
+    # duplicate notes and repeated facts. Now an open run, a committed run's record or a
+    # merge in the history refuses it with exit 4, and --again overrides.
+    session = str(SESSIONS[1])
+    first = prepare(cli, wiki, session)
+    code, _, err = cli("--wiki", wiki.root, "memorize", "prepare", session)
+    assert code == 4 and run_dirs(wiki) == [first["run_id"]]
+    assert err.count("\n") == 1
+    assert f"was already memorized (in the open run {first['run_id']})" in err
+    workspace = Path(first["workspace"])
+    (workspace / "memory" / "release.md").write_text(
+        "---\nname: release\ndescription: how releases go\n---\nTag, then push.\n",
+        encoding="utf-8",
+    )
+    assert cli("--wiki", wiki.root, "memorize", "commit", first["run_id"])[0] == 0
+    # the record under .memwiki/ is a cache: the commit trailer alone is enough
+    shutil.rmtree(wiki.sidecar / "runs")
+    code, _, err = cli("--wiki", wiki.root, "memorize", "prepare", session)
+    merge = git(wiki.root, "rev-parse", "--short=7", "HEAD").strip()
+    assert code == 4 and f"(in commit {merge[:7]})" in err
+    again = prepare(cli, wiki, session, "--again")
+    assert Path(again["workspace"]).is_dir()
+    # another payload of the same batch is not refused because of it
+    assert prepare(cli, wiki, str(SESSIONS[0]))["run_id"] != again["run_id"]

@@ -335,3 +335,31 @@ def test_two_commits_racing_in_two_processes_both_land(tmp_path):
     assert (wiki.root / "memory/one.md").is_file() and (wiki.root / "memory/two.md").is_file()
     assert len(merges(wiki.root)) == 2 and clean_status(wiki.root) == ""
     assert [s.state for s in memorize.status(wiki)] == ["committed", "committed"]
+
+
+def test_a_secret_the_executor_writes_is_refused_and_a_hand_put_one_kept(tmp_path):
+    # Transcripts are scrubbed, but an executor can read a key elsewhere and write it down;
+    # commit used to put it into git, where every clone keeps it.
+    wifi = recall("wifi", "The office wifi password is Kaffee2024!xyz\n")
+    wiki = make_wiki(tmp_path, {"memory/wifi.md": wifi})
+    prepared = memorize.prepare(wiki, [payload(tmp_path, "s.json", ["set up CI"])])
+    ws = Path(prepared.workspace)
+    key, secret = "AKIAZ7QW3ERT5YUI9OPL", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEYq"
+    leaky = recall("aws-ci", f"CI uses {key}.\n\naws_secret_access_key = {secret}\n")
+    write(ws, "memory/aws-ci.md", leaky)
+    write(ws, "memory/wifi.md", wifi + "\nGuest network: guest.\n")
+    head = git(wiki.root, "rev-parse", "HEAD")
+    with pytest.raises(RunInvalid) as err:
+        memorize.commit(wiki, prepared.run_id)
+    found = [(p.path, p.line, p.message.split(":")[0]) for p in err.value.problems]
+    assert found == [
+        ("memory/aws-ci.md", 5, "looks like a secret (aws-access-key)"),
+        ("memory/aws-ci.md", 7, "looks like a secret (secret-assignment)"),
+    ]
+    assert key not in err.value.message and secret not in err.value.message
+    assert git(wiki.root, "rev-parse", "HEAD") == head
+    assert key not in git(wiki.root, "log", "--all", "-p")
+    write(ws, "memory/aws-ci.md", recall("aws-ci", "CI uses [REDACTED:aws-access-key].\n"))
+    result = memorize.commit(wiki, prepared.run_id)
+    assert result.created == ["memory/aws-ci.md"] and result.updated == ["memory/wifi.md"]
+    assert "Kaffee2024!xyz" in (wiki.root / "memory" / "wifi.md").read_text(encoding="utf-8")

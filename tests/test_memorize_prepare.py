@@ -212,7 +212,7 @@ def test_same_run_id_twice_is_refused(tmp_path):
     s = payload(tmp_path, "s.json", ["hi"])
     memorize.prepare(wiki, [s], run_id="dup")
     with pytest.raises(StateError, match="already exists"):
-        memorize.prepare(wiki, [s], run_id="dup")
+        memorize.prepare(wiki, [s], run_id="dup", again=True)
     assert [st.run_id for st in memorize.status(wiki)] == ["dup"]
 
 
@@ -223,3 +223,22 @@ def test_branch_without_run_dir_shows_incomplete_and_discards(tmp_path):
     assert (st.run_id, st.state) == ("orphan", "incomplete")
     memorize.discard(wiki, "orphan")
     assert run_branches(wiki.root) == []
+
+
+def test_the_template_table_in_the_docs_names_every_placeholder():
+    # The table still showed string.Template's `$name` after the templates moved to {{name}}.
+    import re
+
+    repo = Path(__file__).resolve().parent.parent
+    doc = (repo / "docs" / "memorize.md").read_text(encoding="utf-8")
+    doc = doc[doc.index("| file | placeholders |") :]
+    documented: dict[str, set[str]] = {}
+    for row in re.findall(r"^\| (`[^|]+`) \| ([^|]+) \|$", doc, flags=re.M):
+        names = set(re.findall(r"\{\{(\w+)\}\}", row[1]))
+        for file in re.findall(r"`([\w]+\.md)`", row[0]):
+            documented[file] = documented.get(file, set()) | names
+        assert "$" not in row[1], row
+    folder = repo / "templates" / "memorize"
+    for path in sorted(folder.glob("*.md")):
+        used = set(re.findall(r"\{\{(\w+)\}\}", path.read_text(encoding="utf-8")))
+        assert used <= documented.get(path.name, set()), path.name

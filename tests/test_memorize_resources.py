@@ -128,7 +128,7 @@ def test_prepare_project_cli_auto_and_strict_schema(tmp_path, cli, monkeypatch):
     # A named project is recorded even without a checkout here; schema 1.0 stays strict.
     monkeypatch.chdir(tmp_path)
     code, out, err = cli(
-        "--wiki", wiki.root, "memorize", "prepare", s1, "--project", "harbor", "--json"
+        "--wiki", wiki.root, "memorize", "prepare", s1, "--project", "harbor", "--again", "--json"
     )
     assert code == 0, err
     rid = json.loads(out)["run_id"]

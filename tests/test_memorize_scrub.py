@@ -207,7 +207,59 @@ def test_ordinary_prose_and_code_survive(text):
         ("private_key_path", False),
         ("primary_key", False),
         ("tokenizer", False),
+        ("DB_PASS", True),
+        ("smtpPass", True),
+        ("first_pass", False),
+        ("Passwort", True),
+        ("数据库密码", True),
     ],
 )
 def test_key_classification(key, secret):
     assert key_looks_secret(key) is secret
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # qualified *_PASS env names (DB_PASS, SMTP_PASS) were WEAK: a human password stayed
+        ("DB_PASS=hunter2", "hunter2"),
+        ("MY_PASS=correcthorsebatterystaple", "correcthorsebatterystaple"),
+        ("export SMTP_PASS='Summer2024'", "Summer2024"),
+        # "password" in other languages: keys, assignments and prose
+        ("Passwort: Geheim123!", "Geheim123!"),
+        ("Das Passwort ist Geheim123!", "Geheim123!"),
+        ("Das Passwort lautet: Sommer2024", "Sommer2024"),
+        ("DB_KENNWORT=geheim", "geheim"),
+        ('{"passwort": "geheim"}', "geheim"),
+        ("le mot de passe est Secret2024!", "Secret2024!"),
+        ("la contraseña es Secreto2024!", "Secreto2024!"),
+        ("пароль: Parol2024!", "Parol2024!"),
+        ("数据库密码是 Hunter2024!", "Hunter2024!"),
+        ("我的密码：Geheim123!", "Geheim123!"),
+        ("数据库密码为Hunter2024!", "Hunter2024!"),
+        ("パスワードは Hunter2024!", "Hunter2024!"),
+        ("비밀번호는 Hunter2024!", "Hunter2024!"),
+    ],
+)
+def test_passwords_in_other_languages_and_pass_names(text, secret):
+    counts: Counter[str] = Counter()
+    out = scrub_text(text, counts)
+    assert secret not in out, out
+    assert sum(counts.values()) == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Passwort vergessen? Bitte zurücksetzen.",
+        "Das Passwort ist zu kurz.",
+        "密码是必填项",
+        "用户需要输入密码：至少八位",
+        "first_pass=True",
+        "test_pass: 5",
+    ],
+)
+def test_password_words_without_a_password_survive(text):
+    counts: Counter[str] = Counter()
+    assert scrub_text(text, counts) == text
+    assert not counts

@@ -21,6 +21,9 @@ def prepare(
     root: str | None = typer.Option(
         None, "--root", help="The project's repository here (default: this directory's)."
     ),
+    again: bool = typer.Option(
+        False, "--again", help="Memorize sessions the wiki has memorized before once more."
+    ),
 ) -> None:
     """Validate sessions, scrub secrets, open a run and write its jobs for an executor."""
     from .. import memorize
@@ -37,8 +40,9 @@ def prepare(
         command = command.replace("memwiki ", f"memwiki --wiki {path} ", 1)
     stdin = sys.stdin.buffer if "-" in files else None
     result = memorize.prepare(
-        wiki, files, stdin=stdin, commit_command=command, project=project, root=root
-    )
+        wiki, files, stdin=stdin, commit_command=command, project=project, root=root,
+        again=again,
+    )  # fmt: skip
     if as_json:
         emit_json(result.to_dict())
     else:

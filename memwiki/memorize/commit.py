@@ -65,7 +65,7 @@ def _noop(_: str) -> None:
 
 def _trailers(state: RunState) -> str:
     sessions = ", ".join(state.source_ids) or "none"
-    return f"Memwiki-Run: {state.run_id}\nMemwiki-Sessions: {sessions}\n"
+    return f"Memwiki-Run: {state.run_id}\n{runstate.SESSIONS_TRAILER}{sessions}\n"
 
 
 def run_commit_message(state: RunState, changes: Changes) -> str:
@@ -149,7 +149,7 @@ def _commit_run_branch(
     # The resource job's described files go into project/<slug>.md first (resources.py).
     resources.merge_run(directory, workspace)
     changes = stage_changes(wrepo, base)
-    problems = check(wrepo, changes)
+    problems = check(wrepo, changes, base)
     if problems:
         unstage(wrepo)
         raise RunInvalid(state.run_id, problems)

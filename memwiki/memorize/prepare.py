@@ -271,6 +271,46 @@ def prepare_sessions(
     )
 
 
+def memorized_sessions(wiki: Wiki) -> dict[str, str]:
+    """Session id -> where it was memorized: a merge in the wiki's history or a run."""
+    import pygit2
+
+    found: dict[str, str] = {}
+    repo = wiki.repo
+    if not repo.head_is_unborn:
+        # Newest first: a session's merge commit is named, not the run commit below it.
+        for commit in repo.walk(repo.head.target, pygit2.enums.SortMode.TOPOLOGICAL):
+            for line in commit.message.splitlines():
+                if line.startswith(runstate.SESSIONS_TRAILER):
+                    for sid in line[len(runstate.SESSIONS_TRAILER) :].split(","):
+                        found.setdefault(sid.strip(), f"in commit {str(commit.id)[:7]}")
+    root = runstate.runs_root(wiki.sidecar)
+    for directory in sorted(root.iterdir()) if root.is_dir() else []:
+        try:
+            state = runstate.load_state(directory) if directory.is_dir() else None
+        except (runstate.DamagedRun, OSError):
+            continue
+        if state is not None and state.phase != PREPARING:
+            # A committed run that changed nothing leaves no trailer, only its record.
+            open_ = state.phase != runstate.COMMITTED
+            where = f"{'in the open run' if open_ else 'by run'} {state.run_id}"
+            for sid in state.source_ids:
+                found.setdefault(sid, where)
+    return found
+
+
+def _refuse_memorized(wiki: Wiki, sessions: Sequence[Session]) -> None:
+    """A payload memorized before would be memorized twice: duplicate notes, repeated facts."""
+    done = memorized_sessions(wiki)
+    for session in sessions:
+        where = done.get(session.source_id)
+        if where is not None:
+            raise StateError(
+                f"{session.label}: session {session.source_id} was already memorized ({where});"
+                " pass --again to memorize it once more"
+            )
+
+
 def prepare(
     wiki: Wiki,
     inputs: Sequence[str | Path],
@@ -280,18 +320,22 @@ def prepare(
     commit_command: str = COMMIT_COMMAND,
     project: str | None = None,
     root: str | Path | None = None,
+    again: bool = False,
     _checkpoint: Checkpoint | None = None,
 ) -> PrepareResult:
     """Validate 1-10 payload files (or '-' with stdin) and open a run for them.
 
     project (a slug) marks every session as work in that project; root is its repository
-    on this device, where verify-resources checks the files the sessions touched.
+    on this device, where verify-resources checks the files the sessions touched. A payload
+    already memorized (in the wiki's history or an open run) is refused unless again.
     """
     sessions = load_sessions(inputs, stdin=stdin)
     entry = None
     if project is not None:
         rfmod.check_slug(project, "project")
         entry = {"project": project, "root": str(Path(root).resolve()) if root else None}
+    if not again:
+        _refuse_memorized(wiki, sessions)
     return prepare_sessions(
         wiki,
         sessions,

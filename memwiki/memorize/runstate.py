@@ -27,6 +27,8 @@ RUNS_DIR = "runs"
 STATE_FILE = "run.json"
 WORKSPACE = "workspace"
 BRANCH_PREFIX = "memwiki/run/"
+# The commit trailer naming a run's sessions (commit.py writes it, prepare reads it back).
+SESSIONS_TRAILER = "Memwiki-Sessions: "
 STATE_FORMAT = 1
 
 RUN_ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")

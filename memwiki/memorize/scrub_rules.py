@@ -141,6 +141,15 @@ def _pem_b64_private(value: str, m: re.Match[str] | None = None) -> bool:
     return b"PRIVATE KEY" in raw
 
 
+# "password" in other languages, for the prose rule (keys are judged by scrub_values).
+_PASSWORD_KEYS = (
+    "passwort", "kennwort", "mot de passe", "contraseña", "contrasena", "senha", "wachtwoord",
+    "hasło", "haslo", "lösenord", "losenord", "salasana", "passord", "adgangskode", "heslo",
+    "jelszó", "şifre", "sifre", "пароль", "口令", "密码", "密碼", "パスワード", "暗証番号",
+    "비밀번호", "암호",
+)  # fmt: skip
+_PASSWORD_WORDS = "|".join(re.escape(k) for k in _PASSWORD_KEYS)
+
 # Multi-line blocks: run on the whole text, never on a window that could cut one.
 _BLOCK_RULES = [
     _rx(_PEM, "private-key", 0, None, ("private key",)),
@@ -188,6 +197,12 @@ _CLASS_RULES = [
         r"\s+(?:(?:is|was|will be|of)\s+)?)[`'\"]?([^\s`'\"]{6,})", "secret-in-prose", 1,
         lambda v, m: passwordish(v.rstrip(".,;:!?)")) and not value_is_code(v, True),
         ("pass", "pwd", "pin", "token", "secret", "key")),
+    # the same in other languages: `Das Passwort ist …`, `密码是…`, `пароль: …`
+    _rx(r"(?i:" + _PASSWORD_WORDS + r")(?:\s*[:：=]\s*|\s+(?:ist|lautet|war|est|es|era|é|är|er"
+        r"|is|jest|je)\s*[:：]?\s+|\s*(?:是|为|為|は|는|은|이)\s*)[`'\"「“]?"
+        r"([^\s`'\"」”，。、；]{6,})", "secret-in-prose", 1,
+        lambda v, m: passwordish(v.rstrip(".,;:!?)")) and not value_is_code(v, True),
+        _PASSWORD_KEYS),
     # env lists: `- name: DB_PASSWORD` followed by `value: …` (Kubernetes, ECS, Compose)
     _rx(r"(?i:\bname)[\"']?\s*[:=]\s*[\"']?([A-Za-z_][\w.-]*)[\"']?\s*,?\s*\n?\s*(?:-\s*)?"
         r"(?i:[\"']?value)[\"']?\s*[:=]\s*[\"']?([^\s\"']{3,})", "secret-assignment", 2,

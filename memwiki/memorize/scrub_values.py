@@ -18,9 +18,23 @@ _STRONG_LAST = {
     "password", "passwd", "pwd", "passphrase", "secret", "token", "apikey", "credential",
     "credentials", "privatekey", "secretkey", "accesskey", "authtoken", "pat", "passcode",
     "mnemonic", "pw", "pword",
+    # "password" in the languages sessions are written in (German, Dutch, Portuguese …)
+    "passwort", "kennwort", "wachtwoord", "senha", "contrasena", "contraseña", "haslo",
+    "hasło", "salasana", "passord", "losenord", "lösenord", "adgangskode", "heslo",
+    "jelszo", "jelszó", "sifre", "şifre", "пароль", "motdepasse",
 }  # fmt: skip
-# A compound spelling (PGPASSWORD, authtoken, dbpassword) ends with one of these.
-_STRONG_SUFFIX = ("password", "passwd", "passphrase", "secret", "token", "apikey", "secretkey")
+# A compound spelling (PGPASSWORD, authtoken, dbpassword, 数据库密码) ends with one of these.
+_STRONG_SUFFIX = (
+    "password", "passwd", "passphrase", "secret", "token", "apikey", "secretkey", "passwort",
+    "kennwort", "密码", "密碼", "口令", "密钥", "密鑰", "秘钥", "パスワード", "暗証番号",
+    "비밀번호", "암호",
+)  # fmt: skip
+# `first_pass`, `test_pass`: a pass that is a step or a result, not a password (DB_PASS is)
+_PASS_NOT_PASSWORD = {
+    "first", "second", "third", "last", "next", "prev", "single", "multi", "one", "two",
+    "render", "compile", "test", "tests", "lint", "check", "checks", "by", "boarding", "day",
+    "hall", "season", "build", "ci", "should", "must", "did", "will", "can",
+}  # fmt: skip
 _KEY_QUALIFIERS = {
     "api", "access", "secret", "private", "signing", "encryption", "master", "license",
     "client", "session", "account", "service", "auth", "app", "webhook", "admin", "root",
@@ -54,7 +68,8 @@ NEUTRAL, WEAK, STRONG, NEVER = 0, 1, 2, 3
 def key_words(key: str) -> list[str]:
     """A field name split into lower-case words (apiKey -> api, key)."""
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", key)
-    return [w for w in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if w]
+    # Letters of any script stay in their word: `Kennwort_für_DB`, `数据库密码`.
+    return [w for w in re.split(r"[\W_]+", spaced.lower()) if w]
 
 
 def key_strength(key: str) -> int:
@@ -67,6 +82,8 @@ def key_strength(key: str) -> int:
         return STRONG
     if last == "key" and len(words) > 1 and words[-2] in _KEY_QUALIFIERS:
         return STRONG
+    if last == "pass" and len(words) > 1 and words[-2] not in _PASS_NOT_PASSWORD:
+        return STRONG  # DB_PASS, SMTP_PASS, MAIL_PASS: a qualified pass is a password
     if compact in ("sessionid", "sessid", "phpsessid", "jsessionid", "connectsid", "sid"):
         return WEAK  # a session id is a bearer credential, unlike other ids
     if last == "data" and len(words) > 1 and words[-2] == "key":

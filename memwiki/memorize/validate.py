@@ -12,6 +12,7 @@ from ..fsutil import atomic_write_text
 from ..git import repo as gitstore
 from ..git.changes import Changes, classify
 from ..recallfile import Problem
+from .scrub import find_spans
 
 # The executor may write RecallFiles of these tracks only (a person may add others);
 # project/<slug>.md is written by the resource merge (memorize/resources.py).
@@ -57,8 +58,40 @@ def _path_problem(path: str) -> str | None:
     return None
 
 
-def check(repo: pygit2.Repository, changes: Changes) -> list[Problem]:
-    """Every problem in the changed paths: location, file type, RecallFile validity."""
+def _old_text(base: pygit2.Commit | None, path: str) -> str:
+    try:
+        return base.tree[path].data.decode("utf-8", "replace") if base is not None else ""
+    except (KeyError, AttributeError):
+        return ""
+
+
+def secret_problems(path: str, data: bytes, before: str = "") -> list[Problem]:
+    """The secrets the run would commit: every span the scrubber finds that before lacks.
+
+    Transcripts are scrubbed, but an executor can read a secret elsewhere (a config file, an
+    env dump) and write it down; once committed it lives in every clone. A secret the file
+    already held before the run (a person put it there) is theirs to keep.
+    """
+    text = data.decode("utf-8", "replace")
+    problems = []
+    for start, end, kind in find_spans(text):
+        if text[start:end] in before:
+            continue
+        problems.append(
+            Problem(
+                path,
+                text.count("\n", 0, start) + 1,
+                f"looks like a secret ({kind}): memory must not hold credentials; remove it"
+                f" or write [REDACTED:{kind}] in its place",
+            )
+        )
+    return problems
+
+
+def check(
+    repo: pygit2.Repository, changes: Changes, base: pygit2.Commit | None = None
+) -> list[Problem]:
+    """Every problem in the changed paths: location, file type, RecallFile validity, secrets."""
     problems: list[Problem] = []
     index = repo.index
     for path in changes.all():
@@ -73,10 +106,12 @@ def check(repo: pygit2.Repository, changes: Changes) -> list[Problem]:
             problems.append(Problem(path, 1, "symbolic links are refused"))
             continue
         track, stem = path.split("/")[0], PurePosixPath(path).stem
+        data = repo[entry.id].data
         try:
-            rfmod.parse(repo[entry.id].data, track=track, stem=stem, path=path)
+            rfmod.parse(data, track=track, stem=stem, path=path)
         except rfmod.InvalidRecallFile as exc:
             problems.extend(exc.problems)
+        problems.extend(secret_problems(path, data, _old_text(base, path)))
     return problems
 
 
