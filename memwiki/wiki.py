@@ -221,6 +221,8 @@ class Wiki:
         if not isinstance(rf, RecallFile):  # was an AttributeError from deep inside
             raise InvalidInput(f"expected a RecallFile, not {type(rf).__name__}")
         path = self.path_of(rf.track, rf.name)
+        if not path.exists():
+            rfmod.check_new_name(rf.name)
         text, created = merged(path, rf)
         return path, text, created
 

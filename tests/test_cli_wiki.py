@@ -599,3 +599,29 @@ def test_put_refuses_what_it_could_not_read_back_and_writes_nothing(w, cli, git,
     assert git(w, "rev-parse", "HEAD") == before
     assert git(w, "status", "--porcelain", "--untracked-files=all") == ""
     assert cli("--wiki", w, "list")[0] == 0
+
+
+def test_a_new_note_named_as_a_windows_device_is_refused_an_existing_one_kept(
+    tmp_path, run_memwiki, git
+) -> None:
+    """memory/con.md cannot be checked out by Git for Windows: one such note breaks every
+    Windows device the wiki syncs to. New ones are refused, a note already there stays."""
+    root = tmp_path / "w"
+    run_memwiki("init", root)
+    head = git(root, "rev-parse", "HEAD")
+    done = run_memwiki("--wiki", root, "put", "-", input=payload(rf_item("ok"), rf_item("con")))
+    assert done.returncode == 2 and "device name Windows reserves" in done.stderr
+    assert len(done.stderr.splitlines()) == 1
+    for track, name in (("memory", "lpt1"), ("skill", "nul")):
+        done = run_memwiki("--wiki", root, "add", track, name, "-d", "x")
+        assert done.returncode == 2 and f"name {name!r} is a device name" in done.stderr
+    assert git(root, "rev-parse", "HEAD") == head
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    # A note made by hand on Linux before this check keeps working: update, show, retrieve.
+    (root / "memory" / "aux.md").write_text("---\nname: aux\ndescription: the aux bus\n---\nx\n")
+    assert run_memwiki("--wiki", root, "commit").returncode == 0
+    assert (
+        run_memwiki("--wiki", root, "add", "memory", "aux", "-d", "the aux bus, again").returncode
+        == 0
+    )
+    assert "aux bus, again" in run_memwiki("--wiki", root, "show", "memory/aux").stdout

@@ -363,3 +363,13 @@ def test_a_secret_the_executor_writes_is_refused_and_a_hand_put_one_kept(tmp_pat
     result = memorize.commit(wiki, prepared.run_id)
     assert result.created == ["memory/aws-ci.md"] and result.updated == ["memory/wifi.md"]
     assert "Kaffee2024!xyz" in (wiki.root / "memory" / "wifi.md").read_text(encoding="utf-8")
+
+
+def test_a_new_note_named_as_a_windows_device_is_refused(tmp_path):
+    """Git for Windows cannot check out memory/con.md: the run names it and stays open."""
+    wiki = make_wiki(tmp_path)
+    run = memorize.prepare(wiki, [payload(tmp_path, "1.json", ["one"])], run_id="one")
+    write(Path(run.workspace), "memory/con.md", recall("con", "Console notes.\n"))
+    with pytest.raises(RunInvalid, match="memory/con.md:1: name 'con' is a device name Windows"):
+        memorize.commit(wiki, "one")
+    assert not (wiki.root / "memory/con.md").exists()

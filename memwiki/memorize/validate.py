@@ -107,6 +107,12 @@ def check(
             continue
         track, stem = path.split("/")[0], PurePosixPath(path).stem
         data = repo[entry.id].data
+        if path in changes.created:
+            try:
+                rfmod.check_new_name(stem)
+            except InvalidInput as exc:
+                problems.append(Problem(path, 1, exc.message))
+                continue
         try:
             rfmod.parse(data, track=track, stem=stem, path=path)
         except rfmod.InvalidRecallFile as exc:

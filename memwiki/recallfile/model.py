@@ -115,6 +115,28 @@ def check_slug(value: str, what: str = "name") -> str:
     return value
 
 
+# Device names Windows reserves in every folder, whatever the extension: Git for Windows
+# refuses to check out memory/con.md (core.protectNTFS), so one such note breaks every
+# Windows device the wiki syncs to.
+WINDOWS_RESERVED = frozenset(
+    {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+)
+
+
+def check_new_name(value: str, what: str = "name") -> str:
+    """check_slug, and not a name Windows reserves: for a RecallFile about to be created.
+
+    Existing files keep their names (they stay valid and indexed); only new ones are refused.
+    """
+    check_slug(value, what)
+    if value in WINDOWS_RESERVED:
+        raise InvalidInput(
+            f"{what} {value!r} is a device name Windows reserves: git cannot check it out"
+            " there, so the wiki would break on a Windows device; choose another name"
+        )
+    return value
+
+
 def conflict_copy_of(name: str) -> str | None:
     """The original's stem when name (a file name or stem) is a memwiki conflict copy's."""
     m = COPY_RE.match(name)
