@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -199,9 +200,26 @@ def get_source(host: str, config: Config, session_dir: Path | None = None) -> Tr
 
 
 def env_path(config: Config, name: str) -> Path | None:
-    """A host variable as an expanded path, or None when it is unset or blank."""
+    """A host's home variable as the folder its client opens, or None when unset or blank."""
     value = (config.host_env.get(name) or "").strip()
-    return Path(value).expanduser() if value else None
+    # Taken literally, as Claude Code 2.1.197, Codex 0.171.0 and Hermes 0.19 take it (seen in
+    # real runs): no "~" expansion, and a relative value (a "~/x" a systemd unit or a quoted
+    # dotenv line leaves) is a folder under the working directory. Expanding "~" read a
+    # folder the client never wrote; detect notes such a value (relative_home_vars).
+    return Path(os.path.abspath(value)) if value else None
+
+
+def relative_home_vars(host: str, config: Config) -> list[tuple[str, str]]:
+    """(variable, value) of the host's home variables set to a path that is not absolute."""
+    found = []
+    for name in host_api(host).HOME_VARS:
+        value = (config.host_env.get(name) or "").strip()
+        # OPENCLAW_PROFILE is a name, and OpenClaw itself expands a leading "~" in its paths.
+        if name == "OPENCLAW_PROFILE" or (host == "openclaw" and value.startswith("~")):
+            continue
+        if value and not os.path.isabs(value):
+            found.append((name, value))
+    return found
 
 
 def file_signature(path: Path) -> tuple[str, float]:
