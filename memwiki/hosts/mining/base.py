@@ -25,6 +25,7 @@ REGISTRY = {
 }
 HOSTS = tuple(REGISTRY)
 SCHEMA_VERSION = "1.0"
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 SKIP_DIRS = frozenset({".cache", ".npm", ".git", "node_modules", "__pycache__"})
 
 
@@ -262,14 +263,31 @@ def read_jsonl_lines(path: Path, start: int) -> tuple[list[bytes], int]:
     the next read. A file with fewer lines than the cursor was rewritten: start over.
     """
     try:
-        data = path.read_bytes()
+        with path.open("rb") as f:
+            if f.read(2) in UTF16_BOMS:
+                # Windows PowerShell's `>` writes UTF-16 (a generic export): split on b"\n",
+                # every line after the first was misaligned and skipped as not JSON.
+                f.seek(0)
+                data = f.read().decode("utf-16", "replace").encode("utf-8", "replace")
+                complete = data[: data.rfind(b"\n") + 1]
+                found = complete.split(b"\n")[:-1] if complete else []
+                lines, count = found[start:], len(found)
+            else:
+                f.seek(0)
+                # Line by line: a log of hundreds of MB is never held whole (only what is
+                # after the cursor), and the cursor's lines are only counted.
+                lines, count = [], 0
+                for raw in f:
+                    if not raw.endswith(b"\n"):
+                        break
+                    if count >= start:
+                        lines.append(raw[:-1])
+                    count += 1
     except OSError:
         return [], start
-    complete = data[: data.rfind(b"\n") + 1]
-    lines = complete.split(b"\n")[:-1] if complete else []
-    if len(lines) < start:
-        start = 0
-    return lines[start:], len(lines)
+    if count < start:
+        return read_jsonl_lines(path, 0)
+    return lines, count
 
 
 class JsonlSource(TranscriptSource):
