@@ -104,6 +104,11 @@ def run_memwiki() -> Callable[..., subprocess.CompletedProcess]:
     ) -> subprocess.CompletedProcess:
         # The autouse fixture has already isolated os.environ; the child inherits it.
         full_env = {**os.environ, **(env or {})}
+        # `PYTHONPATH=. pytest` names this checkout relative to the runner's directory: made
+        # absolute, a child run in another cwd still imports this checkout, not an install.
+        if full_env.get("PYTHONPATH"):
+            parts = full_env["PYTHONPATH"].split(os.pathsep)
+            full_env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(x) for x in parts if x)
         done = subprocess.run(
             [*command, *[str(a) for a in argv]],
             input=input.encode() if isinstance(input, str) else input,
@@ -165,14 +170,16 @@ def home_memwiki(run_memwiki, tmp_path) -> Callable[..., subprocess.CompletedPro
     home.mkdir()
     bindir, _ = fake_crontab(tmp_path)
 
-    def run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    def run(
+        *argv: str, env: dict[str, str] | None = None, cwd: Path | None = None
+    ) -> subprocess.CompletedProcess:
         full = {
             "HOME": str(home),
             "XDG_CONFIG_HOME": str(home / ".config"),
             "PATH": f"{bindir}:/usr/bin:/bin",
             **(env or {}),
         }
-        done = run_memwiki(*argv, env=full)
+        done = run_memwiki(*argv, env=full, cwd=cwd)
         assert "Traceback" not in done.stderr, done.stderr
         return done
 

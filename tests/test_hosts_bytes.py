@@ -208,3 +208,42 @@ def test_a_session_file_named_with_a_byte_that_is_not_utf8_is_mined(tmp_path, wi
     done = run_memwiki("--wiki", wiki.root, "bridge", "commit", "--host", "generic", "--json")
     assert done.returncode == 0, done.stderr
     assert prepare(run_memwiki, wiki, "generic", logs)["nothing_new"]
+
+
+CHAT = [
+    {"role": "user", "content": "où est la clé du serveur de staging ?"},
+    {"role": "assistant", "content": "dans le coffre, rubrique staging"},
+    {"role": "user", "content": "merci, et pour la prod ?"},
+]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_a_utf16_log_with_a_bom_is_mined_whole(tmp_path, wiki, run_memwiki, encoding):
+    """Bug: a JSONL export in UTF-16 (Windows PowerShell's `>`) was split on the byte
+    b"\\n": the first record was read, every later one was misaligned and dropped as not
+    JSON, without a word."""
+    text = "\ufeff" + "\r\n".join(json.dumps(r, ensure_ascii=False) for r in CHAT) + "\r\n"
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "chat.jsonl").write_bytes(text.encode(encoding))
+    data = prepare(run_memwiki, wiki, "generic", tmp_path / "logs")
+    (session,) = data["sessions"]
+    assert session["counts"]["message"] == 3 and session["counts"]["drop"] == 0
+    assert "merci, et pour la prod ?" in offered(data)
+
+
+def test_bom_crlf_and_a_cut_last_line_mine_what_is_complete(tmp_path, wiki, run_memwiki):
+    """A UTF-8 BOM and CRLF line ends are read; a last line cut mid-record (a client killed
+    mid-write) is left for the next read, which takes it once it is complete."""
+    lines = [json.dumps(r, ensure_ascii=False).encode() for r in CHAT]
+    log = tmp_path / "logs" / "chat.jsonl"
+    log.parent.mkdir()
+    log.write_bytes(b"\xef\xbb\xbf" + b"\r\n".join(lines[:2]) + b"\r\n" + lines[2][:20])
+    data = prepare(run_memwiki, wiki, "generic", tmp_path / "logs")
+    assert data["sessions"][0]["counts"] == {"message": 2, "tool": 0, "drop": 0, "unrecognized": 0}
+    assert "dans le coffre" in offered(data)
+    done = run_memwiki("--wiki", wiki.root, "bridge", "commit", "--host", "generic", "--json")
+    assert done.returncode == 0, done.stderr
+    log.write_bytes(log.read_bytes() + lines[2][20:] + b"\r\n")
+    data = prepare(run_memwiki, wiki, "generic", tmp_path / "logs")
+    assert data["sessions"][0]["counts"]["message"] == 1
+    assert "merci, et pour la prod ?" in offered(data) and "dans le coffre" not in offered(data)

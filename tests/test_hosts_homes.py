@@ -234,3 +234,50 @@ def test_hermes_home_set_to_a_profile_or_a_missing_profile(mw, tmp_path):
     env = {"HERMES_HOME": str(mw.home / ".hermes")}
     expected = mw.home / ".hermes" / "profiles" / "work" / "SOUL.md"
     assert target(mw("install", "--host", "hermes", "--json", env=env)) == expected
+
+
+CLAUDE_TURN = (
+    '{"type":"user","sessionId":"s1","message":{"role":"user","content":"rotate the keys"}}\n'
+    '{"type":"assistant","sessionId":"s1","message":{"role":"assistant","content":'
+    '[{"type":"text","text":"rotated"}]}}\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("host", "var", "value", "marker"),
+    [
+        ("claude-code", "CLAUDE_CONFIG_DIR", "~/cc", "projects/-proj/s1.jsonl"),
+        ("claude-code", "CLAUDE_CONFIG_DIR", "cc-rel", "projects/-proj/s1.jsonl"),
+        ("codex", "CODEX_HOME", "~/cx", "AGENTS.md"),
+        ("hermes", "HERMES_HOME", "hermes-rel", "SOUL.md"),
+    ],
+)
+def test_a_home_variable_that_is_not_absolute_is_the_clients_folder(
+    mw, tmp_path, host, var, value, marker
+):
+    """Bug: CLAUDE_CONFIG_DIR=~/cc (as a systemd unit or a quoted dotenv line leaves it) was
+    read as $HOME/cc; Claude Code 2.1.197, Codex 0.171.0 and Hermes 0.19 expand no ~ and
+    read a relative value in their working directory (Claude Code wrote <cwd>/~/cc/projects/
+    in a real run). detect, mining and install now read the client's folder, and detect
+    says the value is not absolute."""
+    proj = tmp_path / "proj"
+    folder = proj / value  # a literal folder named "~" for "~/cc"
+    (folder / marker).parent.mkdir(parents=True)
+    (folder / marker).write_text(CLAUDE_TURN if marker.endswith(".jsonl") else "# mine\n")
+    env = {var: value}
+    detect = json.loads(mw("hosts", "detect", "--json", env=env, cwd=proj).stdout)
+    [st] = [h for h in detect["hosts"] if h["host"] == host]
+    assert st["session_location"] == str(folder if host != "claude-code" else folder / "projects")
+    assert any(var in n and "not an absolute path" in n for n in st["notes"]), st["notes"]
+    if host == "claude-code":
+        assert st["sessions"] == 1 and st["memorize"]
+        assert mw("init", env=env, cwd=proj).returncode == 0
+        done = mw("bridge", "prepare", "--host", host, "--json", env=env, cwd=proj)
+        assert done.returncode == 0, done.stderr
+        [session] = json.loads(done.stdout)["sessions"]
+        assert session["source_path"] == str(folder / marker)
+    changes = mw("install", "--host", host, "--json", env=env, cwd=proj)
+    assert changes.returncode == 0, changes.stderr
+    paths = [c["path"] for c in json.loads(changes.stdout)["changes"]]
+    assert paths and all(p.startswith(str(folder) + "/") for p in paths), paths
+    assert not (mw.home / value.removeprefix("~/")).exists()  # nothing under $HOME/cc

@@ -102,3 +102,41 @@ def test_an_unreadable_registry_is_reported_and_agents_still_read(tmp_path):
     assert len(source.list_sessions()) == 4
     [problem] = source.problems
     assert "openclaw.sqlite" in problem and "cannot read" in problem
+
+
+def _users(slices) -> list[str]:
+    return [
+        i["content"]
+        for s in slices
+        if s.memorizable and "memwiki-bridge-" not in s.session_id
+        for i in s.session["items"]
+        if i["type"] == "message" and i["role"] == "user"
+    ]
+
+
+def test_sessions_of_openclaw_run_with_a_profile_flag_are_mined(tmp_path):
+    """Bug: `openclaw --profile work` (or --dev) keeps everything in ~/.openclaw-work (it sets
+    OPENCLAW_STATE_DIR inside that process only, seen in a real 2026.9.6 run) and nothing
+    exported names it: mining read ~/.openclaw alone and never offered those sessions."""
+    home = tmp_path / "home"
+    _agent_db(home / ".openclaw-work" / "agents" / "main" / "agent" / "openclaw-agent.sqlite")
+    cfg = load(options={"wiki": str(tmp_path / "wiki")}, environ={"HOME": str(home)})
+    source = get_source("openclaw", cfg)
+    refs = source.list_sessions()
+    assert len(refs) == 4 and all(r.key.startswith(".openclaw-work:main/") for r in refs), refs
+    slices = collect_new_sessions("openclaw", cfg, {})
+    assert _users(slices)[:1] == [USER_WORDS]
+    # The cursor keys are what the next listing gives: nothing is offered twice.
+    cursors = {"streams": {s.key: s.cursor for s in slices}}
+    assert not any(s.memorizable for s in collect_new_sessions("openclaw", cfg, cursors))
+    # A copy of the folder (a backup named like a profile) is not mined a second time.
+    (home / ".openclaw-old").mkdir()
+    (home / ".openclaw-work" / "agents").rename(home / ".openclaw-old" / "agents")
+    _agent_db(home / ".openclaw-work" / "agents" / "main" / "agent" / "openclaw-agent.sqlite")
+    assert len(get_source("openclaw", cfg).list_sessions()) == 4
+    # An exported OPENCLAW_STATE_DIR is the one folder read, as OpenClaw itself reads it.
+    state = home / "elsewhere"
+    state.mkdir()
+    env = {"HOME": str(home), "OPENCLAW_STATE_DIR": str(state)}
+    cfg = load(options={"wiki": str(tmp_path / "wiki")}, environ=env)
+    assert get_source("openclaw", cfg).list_sessions() == []

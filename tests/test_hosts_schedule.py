@@ -177,3 +177,27 @@ def test_the_scheduled_run_keeps_the_agents_own_home(tmp_path, host, variables):
     )
     assert proc.returncode == 0, proc.stderr
     assert out.read_text().split("|") == [paths[n] for n in names]
+
+
+def test_a_home_variable_that_is_not_absolute_is_exported_as_the_folder_read(tmp_path, monkeypatch):
+    """Bug: CLAUDE_CONFIG_DIR=~/cc (or a relative path) went into the wrapper as written;
+    the wrapper runs in the run's workspace, where the agent (which expands no ~) and
+    `bridge prepare` would read <workspace>/~/cc. It is exported as the folder memwiki read
+    where schedule --install ran."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "wiki").mkdir()
+    (tmp_path / "home").mkdir()
+    environ = {"HOME": str(tmp_path / "home"), "CLAUDE_CONFIG_DIR": "~/cc"}
+    cfg = load(options={"wiki": str(tmp_path / "wiki")}, environ=environ)
+    out = tmp_path / "seen.txt"
+    files = bridge_files("claude-code", cfg)
+    files.wrapper.parent.mkdir(parents=True, exist_ok=True)
+    files.prompt.write_text("task\n")
+    headless = f'printf "%s" "$CLAUDE_CONFIG_DIR" > {out}'
+    files.wrapper.write_text(render_wrapper("claude-code", cfg, headless=headless))
+    cron = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(
+        ["/bin/sh", str(files.wrapper)], capture_output=True, text=True, timeout=30, env=cron
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text() == str(tmp_path / "~" / "cc")

@@ -15,7 +15,7 @@ from ...config import Config
 from ...errors import MemwikiError
 from ..executable import missing_paths
 from ..mining import claude_code, generic
-from ..mining.base import HOSTS, get_source, host_api
+from ..mining.base import HOSTS, get_source, host_api, relative_home_vars
 from ..mining.records import parse_record
 from . import claude_settings
 from .inject import install, installed, instruction_target
@@ -216,6 +216,12 @@ def host_status(host: str, config: Config) -> HostStatus:
     if st.found and count and not st.memorize:
         st.notes.append("sessions found, but no conversation record in the newest ones")
     st.notes.extend(_path_notes(host, config, target))
+    for name, value in relative_home_vars(host, config):
+        st.notes.append(
+            f"{name}={value!r} is not an absolute path: {host} reads it in the folder it "
+            f"starts in (a '~' is a folder named '~' there), here {Path(value).absolute()}; "
+            "set it to an absolute path"
+        )
     _version_notes(st, host, config)
     st.next_command = f"memwiki install --host {host}" if stale else _next(host, st)
     return st

@@ -6,6 +6,7 @@ write_crontab run the `crontab` command.
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from ...config import Config
 from ...errors import InvalidInput, NotFound, StorageError
 from ..executable import client_command, memwiki_command, memwiki_executable
 from ..mining import openclaw
-from ..mining.base import host_api, host_module
+from ..mining.base import host_api, host_module, relative_home_vars
 from .textfile import delete_file, write_text
 from .texts import render, task_prompt, template
 
@@ -141,6 +142,10 @@ def home_exports(host: str, config: Config) -> str:
     # cron starts without CLAUDE_CONFIG_DIR, CODEX_HOME, …: without them the agent and
     # `bridge prepare` in the run would use the default homes, not the person's.
     values = [(v, (config.host_env.get(v) or "").strip()) for v in host_api(host).HOME_VARS]
+    # The wrapper runs in the run's workspace: a relative value (or a literal "~") would name
+    # a folder there. Exported as the absolute folder memwiki read where it was installed.
+    relative = dict(relative_home_vars(host, config))
+    values = [(v, os.path.abspath(x) if v in relative else x) for v, x in values]
     lines = [f"export {name}={shlex.quote(value)}" for name, value in values if value]
     return "\n".join(lines) or "# (none of them was set)"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ REGISTRY = {
 }
 HOSTS = tuple(REGISTRY)
 SCHEMA_VERSION = "1.0"
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 SKIP_DIRS = frozenset({".cache", ".npm", ".git", "node_modules", "__pycache__"})
 
 
@@ -199,9 +201,26 @@ def get_source(host: str, config: Config, session_dir: Path | None = None) -> Tr
 
 
 def env_path(config: Config, name: str) -> Path | None:
-    """A host variable as an expanded path, or None when it is unset or blank."""
+    """A host's home variable as the folder its client opens, or None when unset or blank."""
     value = (config.host_env.get(name) or "").strip()
-    return Path(value).expanduser() if value else None
+    # Taken literally, as Claude Code 2.1.197, Codex 0.171.0 and Hermes 0.19 take it (seen in
+    # real runs): no "~" expansion, and a relative value (a "~/x" a systemd unit or a quoted
+    # dotenv line leaves) is a folder under the working directory. Expanding "~" read a
+    # folder the client never wrote; detect notes such a value (relative_home_vars).
+    return Path(os.path.abspath(value)) if value else None
+
+
+def relative_home_vars(host: str, config: Config) -> list[tuple[str, str]]:
+    """(variable, value) of the host's home variables set to a path that is not absolute."""
+    found = []
+    for name in host_api(host).HOME_VARS:
+        value = (config.host_env.get(name) or "").strip()
+        # OPENCLAW_PROFILE is a name, and OpenClaw itself expands a leading "~" in its paths.
+        if name == "OPENCLAW_PROFILE" or (host == "openclaw" and value.startswith("~")):
+            continue
+        if value and not os.path.isabs(value):
+            found.append((name, value))
+    return found
 
 
 def file_signature(path: Path) -> tuple[str, float]:
@@ -244,14 +263,31 @@ def read_jsonl_lines(path: Path, start: int) -> tuple[list[bytes], int]:
     the next read. A file with fewer lines than the cursor was rewritten: start over.
     """
     try:
-        data = path.read_bytes()
+        with path.open("rb") as f:
+            if f.read(2) in UTF16_BOMS:
+                # Windows PowerShell's `>` writes UTF-16 (a generic export): split on b"\n",
+                # every line after the first was misaligned and skipped as not JSON.
+                f.seek(0)
+                data = f.read().decode("utf-16", "replace").encode("utf-8", "replace")
+                complete = data[: data.rfind(b"\n") + 1]
+                found = complete.split(b"\n")[:-1] if complete else []
+                lines, count = found[start:], len(found)
+            else:
+                f.seek(0)
+                # Line by line: a log of hundreds of MB is never held whole (only what is
+                # after the cursor), and the cursor's lines are only counted.
+                lines, count = [], 0
+                for raw in f:
+                    if not raw.endswith(b"\n"):
+                        break
+                    if count >= start:
+                        lines.append(raw[:-1])
+                    count += 1
     except OSError:
         return [], start
-    complete = data[: data.rfind(b"\n") + 1]
-    lines = complete.split(b"\n")[:-1] if complete else []
-    if len(lines) < start:
-        start = 0
-    return lines[start:], len(lines)
+    if count < start:
+        return read_jsonl_lines(path, 0)
+    return lines, count
 
 
 class JsonlSource(TranscriptSource):

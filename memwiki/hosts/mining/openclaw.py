@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ...config import Config
 from . import openclaw_config
-from .base import JsonlSource, ReadResult, SessionRef
+from .base import JsonlSource, ReadResult, SessionRef, newest_first
 from .records import ROLES, TOOL_CALL_BLOCKS, Verdict, block_items, block_types, tool_result
 from .sqlite_ro import (
     connect_ro,
@@ -105,6 +106,43 @@ class OpenClawSource(JsonlSource):
     def default_location(self) -> Path | None:
         """The state directory (agents/ below it)."""
         return state_dir(self.config)
+
+    def list_sessions(self) -> list[SessionRef]:
+        """Every stream of the state directory and of the `--profile` ones beside it."""
+        refs = super().list_sessions()
+        # Session ids are UUIDs: one seen already is a copy of that folder (a backup someone
+        # named ~/.openclaw-old), not a session to mine twice.
+        seen = {r.session_id for r in refs}
+        for root in self._profile_states():
+            prefix = f"{root.name}:"  # no "/": read() finds the session id after the first
+            for ref in self.sessions_in(root):
+                if ref.session_id not in seen:
+                    seen.add(ref.session_id)
+                    refs.append(
+                        replace(ref, key=prefix + ref.key, session_id=prefix + ref.session_id)
+                    )
+        return newest_first(refs)
+
+    def _profile_states(self) -> list[Path]:
+        """~/.openclaw-<name>: where `openclaw --profile <name>` (or --dev) keeps everything.
+
+        The flag sets OPENCLAW_STATE_DIR inside that one openclaw process only (2026.9.6
+        cli/profile applyCliProfileEnv, seen in a real run), so nothing exported names it.
+        """
+        if self.session_dir is not None or openclaw_config.user_path(
+            self.config, "OPENCLAW_STATE_DIR"
+        ):
+            return []
+        home = openclaw_config.openclaw_home(self.config)
+        try:
+            found = sorted(home.glob(".openclaw-*"))
+        except OSError:
+            return []
+        return [
+            d
+            for d in found
+            if openclaw_config.profile_name(d.name.removeprefix(".openclaw-")) and d.is_dir()
+        ]
 
     def sessions_in(self, root: Path) -> Iterable[SessionRef]:
         """Database sessions and legacy JSONL sessions of every agent."""

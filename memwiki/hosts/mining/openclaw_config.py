@@ -45,6 +45,11 @@ def user_path(config: Config, name: str) -> Path | None:
     return Path(value) if value else None
 
 
+def profile_name(name: str) -> bool:
+    """True for a name OpenClaw takes as a profile (isValidProfileName); "default" is none."""
+    return bool(_PROFILE_NAME.fullmatch(name)) and name.lower() != "default"
+
+
 def config_path(config: Config, state: Path) -> Path:
     """OPENCLAW_CONFIG_PATH, else openclaw.json in the state directory."""
     return user_path(config, "OPENCLAW_CONFIG_PATH") or state / CONFIG_NAME
