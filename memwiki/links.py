@@ -135,11 +135,12 @@ def _aliases(text: str) -> list[str]:
 
 LINK_CACHE = "links.pkl"
 _MARKERS = re.compile(rb"^(?:<{7}|>{7})(?: |$)", re.MULTILINE)
-LINK_CACHE_VERSION = 3
-# aliases, raw links, and whether lint must parse the note itself rather than trust the
-# index: its head names a `conflict_of` key, or it holds a git conflict marker (an index
-# built before markers made a file invalid took such a file as valid)
-Scanned = tuple[tuple[str, ...], list[tuple[int, str, str, bool]], bool]
+LINK_CACHE_VERSION = 4
+# aliases, raw links, whether lint must parse the note itself rather than trust the
+# index (its head names a `conflict_of` key, or it holds a git conflict marker: an index
+# built before markers made a file invalid took such a file as valid), and what plugin
+# owns the note (markdown.plugin_note), if one does
+Scanned = tuple[tuple[str, ...], list[tuple[int, str, str, bool]], bool, str | None]
 
 
 class LinkCache:
@@ -185,8 +186,13 @@ class LinkCache:
         except OSError:
             return None
         text = data.decode("utf-8", "replace")
-        parse_again = b"conflict_of" in data[:HEAD_BYTES] or _MARKERS.search(data) is not None
-        found = (tuple(_aliases(text)), scan(text), parse_again)
+        parts = markdown.split_frontmatter(text)
+        kind = markdown.plugin_note(parts.text) if parts else None
+        if kind is not None:  # a drawing or a board: its links are not between RecallFiles
+            found: Scanned = ((), [], False, kind)
+        else:
+            parse_again = b"conflict_of" in data[:HEAD_BYTES] or _MARKERS.search(data) is not None
+            found = (tuple(_aliases(text)), scan(text), parse_again, None)
         self.entries[rel] = (*stat, found)
         self.dirty = True
         return found
@@ -221,6 +227,8 @@ class LinkIndex:
         self.root = wiki.root
         self.notes: list[str] = _note_paths(wiki, paths)
         self.parse_again: set[str] = set()  # notes lint parses itself (see Scanned)
+        # Notes an Obsidian plugin owns, by path: linked like attachments, linking nothing.
+        self.plugin_notes: dict[str, str] = {}
         self._by_stem: dict[str, list[str]] = {}
         self._by_alias: dict[str, list[str]] = {}
         self._file_keys: set[str] | None = None
@@ -231,7 +239,11 @@ class LinkIndex:
             found = cache.get(self.root, rel)
             if found is None:
                 continue  # unreadable or too large: lint says so; no links, no aliases
-            aliases, scanned[rel], parse_again = found
+            aliases, raw_links, parse_again, kind = found
+            if kind is not None:
+                self.plugin_notes[rel] = kind
+                continue
+            scanned[rel] = raw_links
             if parse_again:
                 self.parse_again.add(rel)
             for alias in aliases:
@@ -248,7 +260,7 @@ class LinkIndex:
         for line, raw, inner, embed in raw_links:
             name, heading, label = parse_target(inner)
             target, via_alias = self.resolve(source, name)
-            if target is None and self._is_attachment(name):
+            if target in self.plugin_notes or (target is None and self._is_attachment(name)):
                 yield None
                 continue
             yield Link(source, line, raw, name, heading, label, embed, target, via_alias)
