@@ -101,9 +101,19 @@ def parse_target(inner: str) -> tuple[str, str | None, str | None]:
 
 
 def scan(text: str) -> list[tuple[int, str, str, bool]]:
-    """Every wikilink outside code in a file's text: (line, raw, inner, embed)."""
-    body, first = markdown.body_of(text)
+    """Every wikilink outside code in a file's text: (line, raw, inner, embed).
+
+    Frontmatter values count, as in Obsidian (a property `related: "[[people]]"` is a link
+    in its backlinks and graph); YAML comment lines do not.
+    """
+    parts = markdown.split_frontmatter(text)
+    body, first = (parts.body, parts.body_line) if parts else markdown.body_of(text)
     found = []
+    if parts is not None and "[[" in parts.text:
+        for n, line in enumerate(parts.text.splitlines(), 2):
+            if "[[" in line and not line.lstrip().startswith("#"):
+                for m in LINK_RE.finditer(line):
+                    found.append((n, m.group(0), m.group(2), m.group(1) == "!"))
     for n, line in enumerate(markdown.mask_code(body.splitlines()), first):
         if "[[" in line:
             for m in LINK_RE.finditer(line):

@@ -308,3 +308,25 @@ def test_add_over_a_note_from_the_properties_editor_changes_only_what_it_must(wi
     write(wiki.root, "memory/inline.md", "---\nname: inline\ndescription: d\ntags: [a, b]\n---\n")
     assert cli("--wiki", wiki.root, "add", "memory", "inline", "-d", "d", "-t", "c")[0] == 0
     assert "\ntags: [c]\n" in (wiki.root / "memory/inline.md").read_text()
+
+
+def test_links_in_properties_count_as_obsidian_counts_them(wiki, cli):
+    """Obsidian shows `related: "[[people]]"` in backlinks and the graph; memwiki did not
+    read the frontmatter for links, so such a link was missing from `memwiki links` and a
+    broken one was never reported."""
+    write(
+        wiki.root,
+        "memory/billing.md",
+        PROPERTIES.replace("empty:\n", '# see [[not-a-link]]\nlinks:\n  - "[[nowhere]]"\n'),
+    )
+    wiki.put(RecallFile("memory", "people", "The team", body="Bob\n"))
+    index = LinkIndex(wiki)
+    out = [(lk.line, lk.raw, lk.target) for lk in index.outgoing("memory/billing.md")]
+    assert out == [
+        (17, "[[nowhere]]", None),
+        (18, "[[people]]", "memory/people.md"),
+    ]
+    assert [lk.source for lk in index.backlinks("memory/people.md")] == ["memory/billing.md"]
+    assert [(p.path, p.line, p.message) for p in lint_wiki(wiki)] == [
+        ("memory/billing.md", 17, "broken link [[nowhere]]")
+    ]
