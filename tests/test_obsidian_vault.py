@@ -144,10 +144,10 @@ def test_drawings_and_boards_are_left_out_of_lint_list_and_retrieve_in_silence(w
     assert retrieve(wiki, _SCENE[100:140], k=10, mode="bm25", notify=said.append).paths() == []
     # Asked for by name, the board says what it is (exit 2, one line).
     code, _, err = cli("--wiki", wiki.root, "show", "memory/sprint")
-    assert code == 2 and "a Kanban board, not a RecallFile" in err
+    assert code == 2 and "memory/boards/sprint.md:1: a Kanban board, not a RecallFile" in err
 
 
-def test_links_to_a_drawing_or_a_board_count_as_attachments_and_theirs_are_not_checked(wiki):
+def test_links_to_a_drawing_or_a_board_count_as_attachments_and_theirs_are_not_checked(wiki, cli):
     """`![[arch.excalidraw]]` was listed as a link between notes, and a board's card linking
     a note not written yet would be a broken link in a file lint does not otherwise read."""
     vault(wiki)
@@ -168,6 +168,8 @@ def test_links_to_a_drawing_or_a_board_count_as_attachments_and_theirs_are_not_c
     graph = index.graph()
     assert {"memory/billing.md", "memory/people.md"} <= set(graph)
     assert not set(index.plugin_notes) & (set(graph) | set().union(*graph.values()))
+    code, _, err = cli("--wiki", wiki.root, "links", "memory/sprint")
+    assert code == 2 and "memory/boards/sprint.md:1: a Kanban board, not a RecallFile" in err, err
     # A second run reads the link cache, and says the same.
     assert LinkIndex(wiki).plugin_notes == index.plugin_notes
     assert lint_wiki(wiki) == []
