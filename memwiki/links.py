@@ -101,9 +101,19 @@ def parse_target(inner: str) -> tuple[str, str | None, str | None]:
 
 
 def scan(text: str) -> list[tuple[int, str, str, bool]]:
-    """Every wikilink outside code in a file's text: (line, raw, inner, embed)."""
-    body, first = markdown.body_of(text)
+    """Every wikilink outside code in a file's text: (line, raw, inner, embed).
+
+    Frontmatter values count, as in Obsidian (a property `related: "[[people]]"` is a link
+    in its backlinks and graph); YAML comment lines do not.
+    """
+    parts = markdown.split_frontmatter(text)
+    body, first = (parts.body, parts.body_line) if parts else markdown.body_of(text)
     found = []
+    if parts is not None and "[[" in parts.text:
+        for n, line in enumerate(parts.text.splitlines(), 2):
+            if "[[" in line and not line.lstrip().startswith("#"):
+                for m in LINK_RE.finditer(line):
+                    found.append((n, m.group(0), m.group(2), m.group(1) == "!"))
     for n, line in enumerate(markdown.mask_code(body.splitlines()), first):
         if "[[" in line:
             for m in LINK_RE.finditer(line):
@@ -135,11 +145,12 @@ def _aliases(text: str) -> list[str]:
 
 LINK_CACHE = "links.pkl"
 _MARKERS = re.compile(rb"^(?:<{7}|>{7})(?: |$)", re.MULTILINE)
-LINK_CACHE_VERSION = 3
-# aliases, raw links, and whether lint must parse the note itself rather than trust the
-# index: its head names a `conflict_of` key, or it holds a git conflict marker (an index
-# built before markers made a file invalid took such a file as valid)
-Scanned = tuple[tuple[str, ...], list[tuple[int, str, str, bool]], bool]
+LINK_CACHE_VERSION = 4
+# aliases, raw links, whether lint must parse the note itself rather than trust the
+# index (its head names a `conflict_of` key, or it holds a git conflict marker: an index
+# built before markers made a file invalid took such a file as valid), and what plugin
+# owns the note (markdown.plugin_note), if one does
+Scanned = tuple[tuple[str, ...], list[tuple[int, str, str, bool]], bool, str | None]
 
 
 class LinkCache:
@@ -185,8 +196,13 @@ class LinkCache:
         except OSError:
             return None
         text = data.decode("utf-8", "replace")
-        parse_again = b"conflict_of" in data[:HEAD_BYTES] or _MARKERS.search(data) is not None
-        found = (tuple(_aliases(text)), scan(text), parse_again)
+        parts = markdown.split_frontmatter(text)
+        kind = markdown.plugin_note(parts.text) if parts else None
+        if kind is not None:  # a drawing or a board: its links are not between RecallFiles
+            found: Scanned = ((), [], False, kind)
+        else:
+            parse_again = b"conflict_of" in data[:HEAD_BYTES] or _MARKERS.search(data) is not None
+            found = (tuple(_aliases(text)), scan(text), parse_again, None)
         self.entries[rel] = (*stat, found)
         self.dirty = True
         return found
@@ -221,6 +237,8 @@ class LinkIndex:
         self.root = wiki.root
         self.notes: list[str] = _note_paths(wiki, paths)
         self.parse_again: set[str] = set()  # notes lint parses itself (see Scanned)
+        # Notes an Obsidian plugin owns, by path: linked like attachments, linking nothing.
+        self.plugin_notes: dict[str, str] = {}
         self._by_stem: dict[str, list[str]] = {}
         self._by_alias: dict[str, list[str]] = {}
         self._file_keys: set[str] | None = None
@@ -231,7 +249,11 @@ class LinkIndex:
             found = cache.get(self.root, rel)
             if found is None:
                 continue  # unreadable or too large: lint says so; no links, no aliases
-            aliases, scanned[rel], parse_again = found
+            aliases, raw_links, parse_again, kind = found
+            if kind is not None:
+                self.plugin_notes[rel] = kind
+                continue
+            scanned[rel] = raw_links
             if parse_again:
                 self.parse_again.add(rel)
             for alias in aliases:
@@ -248,7 +270,7 @@ class LinkIndex:
         for line, raw, inner, embed in raw_links:
             name, heading, label = parse_target(inner)
             target, via_alias = self.resolve(source, name)
-            if target is None and self._is_attachment(name):
+            if target in self.plugin_notes or (target is None and self._is_attachment(name)):
                 yield None
                 continue
             yield Link(source, line, raw, name, heading, label, embed, target, via_alias)

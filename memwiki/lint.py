@@ -32,6 +32,8 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
     root = f"{wiki.root}{os.sep}"
     for track, path in notes:
         rel = str(path).removeprefix(root)
+        if rel in links.plugin_notes:
+            continue  # a drawing or a board: not a RecallFile, and nothing to fix
         by_name[(track, note_key(path.stem))].append(rel)  # as a link names it
         if wanted is not None and rel not in wanted:
             continue

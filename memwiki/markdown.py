@@ -107,6 +107,23 @@ def key_line(fm_text: str, key: str) -> int:
     return 2
 
 
+# Obsidian plugins mark the notes they own with a frontmatter key: such a note is the
+# plugin's data (a drawing, whose end is a compressed-json block; a board of cards), not
+# memory, and memwiki leaves it out everywhere (docs/obsidian.md, "Plugins' own notes").
+PLUGIN_NOTES = {"excalidraw-plugin": "an Excalidraw drawing", "kanban-plugin": "a Kanban board"}
+
+
+def plugin_note(fm_text: str) -> str | None:
+    """What an Obsidian plugin's own note is ("a Kanban board"), from its frontmatter text."""
+    if "-plugin" not in fm_text:
+        return None  # the common case: one substring search
+    for m in _KEY_LINES.finditer(fm_text):
+        kind = PLUGIN_NOTES.get(m.group(1).strip())
+        if kind is not None:
+            return kind
+    return None
+
+
 def key_blocks(fm_text: str) -> list[tuple[str | None, str]]:
     """Cut frontmatter into top-level key blocks (key, text), every byte kept.
 

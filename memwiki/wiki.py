@@ -200,7 +200,7 @@ class Wiki:
         if not path.is_file():
             raise NotFound(f"no RecallFile {track}/{name}")
         try:
-            return rfmod.read(path, track, f"{track}/{name}.md")
+            return rfmod.read(path, track, self._rel(path))  # its own folder, if nested
         except OSError as exc:  # unreadable (permissions): one line, as list and lint say it
             raise StorageError(f"{track}/{name}.md: cannot read: {exc.strerror}") from None
 

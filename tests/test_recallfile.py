@@ -199,9 +199,13 @@ def test_changing_tags_rewrites_only_the_tags_block() -> None:
     text = "---\nname: a\ndescription: d\ntags:\n  - one\nowner: me  # hi\n---\nbody\n"
     rf = parse(text, "memory", "a")
     rf.tags = ["one", "two"]
-    assert (
-        render(rf) == "---\nname: a\ndescription: d\ntags: [one, two]\nowner: me  # hi\n---\nbody\n"
+    # A block list stays one, at its indent (as Obsidian's Properties editor writes it).
+    assert render(rf) == (
+        "---\nname: a\ndescription: d\ntags:\n  - one\n  - two\nowner: me  # hi\n---\nbody\n"
     )
+    rf = parse(text.replace("tags:\n  - one\n", "tags: [one]\n"), "memory", "a")
+    rf.tags = ["one", "two"]
+    assert "\ntags: [one, two]\nowner: me" in render(rf)  # an inline list stays inline
 
 
 def test_clearing_an_optional_key_removes_it() -> None:

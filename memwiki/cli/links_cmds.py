@@ -21,6 +21,10 @@ def links(ref: str = typer.Argument(..., help="TRACK/NAME"), as_json: bool = JSO
         raise NotFound(f"no RecallFile {track}/{name}")
     rel = path.relative_to(wiki.root).as_posix()
     index = LinkIndex(wiki)
+    if rel in index.plugin_notes:  # a drawing or a board: say what it is, as `show` does
+        from ..recallfile import PluginNote
+
+        raise PluginNote(rel, index.plugin_notes[rel])
     out, back = index.outgoing(rel), index.backlinks(rel)
     if as_json:
         emit_json(

@@ -51,6 +51,18 @@ class InvalidRecallFile(InvalidInput):
         self.problems = problems
 
 
+class PluginNote(InvalidRecallFile):
+    """A note an Obsidian plugin owns (markdown.plugin_note): not a RecallFile, and not a mistake.
+
+    Commands that go over the whole vault (index, list, lint, sync, links) leave it out in
+    silence; one that was asked for this very file says what it is.
+    """
+
+    def __init__(self, path: str, kind: str):
+        super().__init__([Problem(path, 1, f"{kind}, not a RecallFile: memwiki leaves it out")])
+        self.kind = kind
+
+
 @dataclass
 class RecallFile:
     """One memory or skill file: frontmatter fields plus the markdown body."""
@@ -143,6 +155,38 @@ def conflict_copy_of(name: str) -> str | None:
     if m is None or (m["ext"] not in (None, ".md")) or not SLUG_RE.match(m["stem"]):
         return None
     return m["stem"]
+
+
+# The copies other sync tools make of a note two devices changed, as (stem pattern, who):
+# the copy keeps the original's `name:`, so without these it read as a misnamed note.
+# Dropbox: "x (conflicted copy).md", "x (Ann's conflicted copy 2024-01-01).md" (any text
+# around "conflicted copy", as Obsidian Sync and other tools write it too); Syncthing:
+# "x.sync-conflict-20240101-123456-ABCDEFG.md"; iCloud Drive: "x 2.md" (Obsidian's own
+# *Make a copy* numbers its copies the same way, so that one is named for what it is).
+SYNC_COPIES = (
+    (
+        re.compile(r"^(?P<stem>.+?) \([^()]*conflicted copy[^()]*(?:\(\d+\))?\)$", re.I),
+        "a conflict copy of {} (Dropbox's naming)",
+    ),
+    (
+        re.compile(r"^(?P<stem>.+?)\.sync-conflict-\d{8}-\d{6}-[A-Za-z0-9]+$"),
+        "a conflict copy of {} made by Syncthing",
+    ),
+    (
+        re.compile(r"^(?P<stem>.+?) \d{1,3}$"),
+        "a numbered copy of {} (iCloud's conflict copy, or Obsidian's Make a copy)",
+    ),
+)
+
+
+def sync_copy_of(stem: str, name: str) -> str | None:
+    """What the file stem is when it copies the note called name (SYNC_COPIES): a format
+    with {} for the original's path; None when it is no such copy."""
+    for pattern, what in SYNC_COPIES:
+        m = pattern.match(stem)
+        if m is not None and m["stem"] == name:
+            return what
+    return None
 
 
 def mend_surrogates(text: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import posixpath
 from pathlib import Path
 
 from .. import markdown
@@ -11,11 +12,13 @@ from ..errors import InvalidInput
 from .model import (
     KNOWN_KEYS,
     InvalidRecallFile,
+    PluginNote,
     Problem,
     RecallFile,
     check_slug,
     conflict_copy_of,
     is_one_line,
+    sync_copy_of,
     timestamp,
 )
 
@@ -63,6 +66,9 @@ def parse(text: str | bytes, track: str, stem: str, path: str | None = None) -> 
         msg = "missing frontmatter: the file must start with a '---' line and close it with '---'"
         raise InvalidRecallFile(conflicts or [Problem(path, 1, msg)])
     fm_text = parts.text
+    kind = markdown.plugin_note(fm_text)
+    if kind is not None:  # before the YAML: a drawing's frontmatter is not memwiki's to judge
+        raise PluginNote(path, kind)
     conflicts = _conflicts(markdown.conflict_markers(fm_text, 2, skip_code=False), path)
     if conflicts:  # before the YAML, which would only say it cannot read them
         raise InvalidRecallFile(conflicts)
@@ -232,7 +238,14 @@ def _validate_fields(data: dict, fm_text: str, stem: str, path: str) -> list[Pro
         except InvalidInput as exc:
             add("name", exc.message)
         else:
-            if name != stem:
+            if name != stem and (copy := sync_copy_of(stem, name)) is not None:
+                original = posixpath.join(posixpath.dirname(path), f"{name}.md")
+                add(
+                    "name",
+                    copy.format(original) + ": merge what you want to keep into that "
+                    "file, then delete this one (or give this note a name of its own)",
+                )
+            elif name != stem:
                 add("name", f"name {name!r} does not match the file name {stem!r}")
     desc = data.get("description")
     if desc is None or (isinstance(desc, str) and not desc.strip()):
@@ -265,9 +278,14 @@ def read(path: Path, track: str, rel: str | None = None) -> RecallFile:
 
 
 def try_read(path: Path, track: str, rel: str) -> tuple[RecallFile | None, list[Problem]]:
-    """Read a RecallFile, or say why it cannot be read (for commands that go on with the rest)."""
+    """Read a RecallFile, or say why it cannot be read (for commands that go on with the rest).
+
+    A plugin's own note (PluginNote) is (None, []): not a RecallFile, and nothing to fix.
+    """
     try:
         return read(path, track, rel), []
+    except PluginNote:
+        return None, []
     except InvalidRecallFile as exc:
         return None, exc.problems
     except OSError as exc:

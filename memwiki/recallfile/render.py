@@ -37,6 +37,28 @@ def _render_value(key: str, value) -> str:
     return yaml.safe_dump({key: value}, allow_unicode=unicode, sort_keys=False, width=10**6)
 
 
+def _as_block_list(key: str, value, old_text: str) -> str | None:
+    """key's new list in the block style its old block has (`key:`, then `  - item` lines),
+    or None when the old block is not one.
+
+    Obsidian's Properties editor writes lists that way; written back inline, every `add`
+    flipped the style and the next edit in Obsidian flipped it back: two noisy diffs.
+    """
+    import re
+
+    import yaml
+
+    head, _, rest = old_text.partition("\n")
+    item = re.match(r"( *)- ", rest)
+    if not isinstance(value, list) or not value or item is None:
+        return None
+    if head.split(":", 1)[1].strip().split("#", 1)[0].strip():
+        return None  # a value on the key's own line: not a block list
+    dumped = yaml.safe_dump(value, default_flow_style=False, allow_unicode=_unicode_ok(value))
+    indent = item.group(1)
+    return f"{key}:\n" + "".join(f"{indent}{line}\n" for line in dumped.splitlines())
+
+
 def _known_values(rf: RecallFile) -> dict:
     values: dict[str, str | list[str]] = {"name": rf.name, "description": rf.description}
     if rf.tags:
@@ -96,7 +118,8 @@ def _edit_frontmatter(raw: str, known: dict, newline: str) -> str:
             if old_value == known[key]:
                 out.append(text)
             else:
-                out.append(markdown.with_newline(_render_value(key, known[key]), newline))
+                new = _as_block_list(key, known[key], text) or _render_value(key, known[key])
+                out.append(markdown.with_newline(new, newline))
         else:
             out.append(text)
     if out and not out[-1].endswith("\n"):
