@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+import memwiki
 from memwiki.wiki import Wiki
 
 # Read at import: the suite's autouse fixture removes every MEMWIKI_* variable.
@@ -38,7 +39,11 @@ def _command(*argv: str) -> list[str]:
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {**os.environ, "MEMWIKI_EMBED": "hash"}
+    # The commands run in the wiki (cwd): the code under test must come from an absolute
+    # path, not a relative PYTHONPATH (which then found the installed memwiki instead).
+    source = str(Path(memwiki.__file__).resolve().parent.parent)
+    python_path = os.pathsep.join([source, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = {**os.environ, "MEMWIKI_EMBED": "hash", "PYTHONPATH": python_path}
     env.update(extra)
     return env
 
@@ -67,11 +72,6 @@ class Ledger:
 
     sure: dict[str, str | None] = field(default_factory=dict)
     maybe: dict[str, set] = field(default_factory=dict)
-    # Hand edits a `memwiki commit` may miss while a person's `git commit` runs its
-    # pre-commit hooks: pre-commit hides unstaged edits then (the work tree goes back to
-    # the index) and puts them back after; on disk they must be, in HEAD after the next
-    # commit. A limitation of pre-commit's stash that memwiki cannot see (docs/obsidian.md).
-    hidden_by_pre_commit: set = field(default_factory=set)
     seen: dict[str, set] = field(default_factory=dict)  # every version ever written
 
     def possible(self, path: str) -> set:
@@ -153,15 +153,17 @@ class Stress:
             absent_ok = ABSENT in self.ledger.possible(f"memory/{name}.md")
         elif kind == "commit":
             # A hand edit (an editor's atomic save), then `memwiki commit` of everything.
+            # Not beside a person's `git commit`: an editor saving while pre-commit has set
+            # the unstaged edits aside makes pre-commit fail to put them back (its own
+            # limitation, whoever writes; seed 12 found it), which is no memwiki matter.
             name = f"h{slot}"
             path = f"memory/{name}.md"
             content = _text(name, f"hand {token}", f"# hand\n{self._words(12)} {token}\n")
-            tmp = self.root / "memory" / f".{name}.editor"
-            tmp.write_text(content)
-            os.replace(tmp, self.root / path)
-            writes[path] = token  # on disk now; in HEAD once the commit reports success
-            if self.person:
-                self.ledger.hidden_by_pre_commit.add(path)
+            if not self.person:
+                tmp = self.root / "memory" / f".{name}.editor"
+                tmp.write_text(content)
+                os.replace(tmp, self.root / path)
+                writes[path] = token  # on disk now; in HEAD once the commit reports success
             argv = ["commit", "-m", f"hand {token}"]
         elif kind == "retrieve":
             argv = ["retrieve", self.rng.choice(QUERIES), "--json"]
@@ -204,6 +206,13 @@ class Stress:
         code = op.proc.returncode
         if op.killed and code == -signal.SIGKILL:
             return  # its writes stay uncertain
+        if code == 1 and op.argv[0] == "git":
+            # "nothing to commit": a `memwiki commit` (which commits everything, what a
+            # person staged too) took the staged file into its commit while the hooks ran.
+            (path,) = op.writes
+            if _head_content(self.root, path) == op.writes[path]:
+                self.ledger.succeeded(op.writes)
+                return
         if code == 3 and op.absent_ok and b"no RecallFile" in err:
             self.ledger.succeeded(op.writes)
             return
@@ -211,7 +220,8 @@ class Stress:
             code != 0
             and op.argv[0] == "git"
             and re.search(
-                rb"index\.lock|cannot lock ref|files were modified by this hook", out + err
+                rb"index\.lock|cannot lock ref|files were modified by this hook|Stashed changes conflicted",
+                out + err,
             )
         ):
             # git refuses, safely, when memwiki wrote the index or moved the branch while
@@ -300,9 +310,6 @@ def check_invariants(root: Path, stress: Stress, tmp_path: Path) -> None:
             allowed = ledger.possible(path)
             assert head in allowed, f"{path}: HEAD holds a version no write made"
             assert disk in allowed, f"{path}: the disk holds a version no write made"
-        elif path in ledger.hidden_by_pre_commit:
-            assert disk == ledger.sure[path], f"{path}: a hand edit is lost"
-            assert head in ledger.seen[path], f"{path}: HEAD holds a version no write made"
         else:  # the last write reported success: committed, and on disk
             assert head == ledger.sure[path], f"{path}: a write that succeeded is not in HEAD"
             assert disk == ledger.sure[path], f"{path}: a write that succeeded is not on disk"

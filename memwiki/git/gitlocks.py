@@ -50,8 +50,12 @@ class HeadMoved(StorageError):
     """HEAD moved (a person's `git commit`) between reading it and committing on it."""
 
 
+class GitBusy(StorageError):
+    """A git command took index.lock between wait_for_git and memwiki's index write."""
+
+
 def retry_moved(attempt):
-    """attempt() again while another git commit moves HEAD under it (a few tries).
+    """attempt() again while another git commit moves HEAD or takes the index (a few tries).
 
     Bug it prevents: memwiki built its tree from one HEAD and committed it on the HEAD it
     read again afterwards, so a `git commit` by hand landing in between was silently
@@ -61,6 +65,6 @@ def retry_moved(attempt):
     for _ in range(COMMIT_TRIES - 1):
         try:
             return attempt()
-        except HeadMoved:
+        except (HeadMoved, GitBusy):  # staged again from the work tree: nothing of theirs lost
             time.sleep(0.05)
     return attempt()

@@ -9,7 +9,7 @@ import pygit2
 from ..errors import StateError, StorageError
 from ..fsutil import is_temp_name
 from .changes import Change, Changes, classify, commit_message
-from .gitlocks import MOVED, HeadMoved, retry_moved, wait_for_git
+from .gitlocks import MOVED, GitBusy, HeadMoved, retry_moved, wait_for_git
 
 SIDECAR_PREFIX = ".memwiki/"  # the sidecar: never committed, whatever .gitignore says
 
@@ -114,6 +114,8 @@ def _write_index(repo: pygit2.Repository, index: pygit2.Index) -> None:
     try:
         index.write()
     except (pygit2.GitError, OSError) as exc:
+        if "locked" in str(exc):  # a git command took index.lock since wait_for_git
+            raise GitBusy(_one_line(exc)) from None
         raise StorageError(
             f"{repo.workdir.rstrip('/')}: cannot write the git index ({_one_line(exc)}): "
             "the files are saved, not committed"
