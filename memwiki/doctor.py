@@ -44,14 +44,22 @@ def run_checks(config) -> list[Check]:
 
 
 def _git(wiki) -> Check:
+    from .fsutil import is_temp_name
     from .git.repo import unfinished
 
     try:
         repo = wiki.repo
         branch = "(unborn)" if repo.head_is_unborn else repo.head.shorthand
         dirty = [p for p, f in repo.status().items() if not f & 0x4000]  # not ignored
+        # A write killed before its rename leaves its temporary file: never committed.
+        temps = [p for p in dirty if is_temp_name(p.rsplit("/", 1)[-1])]
+        dirty = [p for p in dirty if p not in temps]
         head = "" if repo.head_is_unborn else str(repo.head.target)[:12]
         detail = f"branch {branch} at {head}; {len(dirty)} uncommitted change(s)"
+        if temps:
+            detail += (
+                f"; {len(temps)} temporary file(s) a killed write left ({temps[0]}): delete them"
+            )
         problem = unfinished(repo)
         if problem is not None:
             return Check("git", False, f"{detail}; {problem}")

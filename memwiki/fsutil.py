@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -44,6 +45,15 @@ def atomic_write(path: Path, sync_dir: bool = True):
         raise
     if sync_dir:
         _fsync_dir(path.parent)
+
+
+# atomic_write's temporary file: "." + the name + mkstemp's 8 random characters + ".tmp".
+_TEMP_NAME = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp")
+
+
+def is_temp_name(name: str) -> bool:
+    """True for the name of an atomic_write temporary file (a killed writer leaves it)."""
+    return _TEMP_NAME.fullmatch(name) is not None
 
 
 def atomic_write_bytes(path: Path, data: bytes, sync_dir: bool = True) -> None:

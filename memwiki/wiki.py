@@ -312,9 +312,14 @@ class Wiki:
             return self._commit_locked(message)
 
     def _refuse_unfinished_git(self) -> None:
-        """Before writing a file that is committed next: not while git is mid-merge or rebase."""
+        """Before writing a file that is committed next: not while git is mid-merge or rebase,
+        nor while a git command holds the index (a person's `git commit` running its
+        pre-commit hooks, which stash and restore unstaged files: a file written then
+        could be overwritten by the restore)."""
         from .git import repo as gitstore
+        from .git.gitlocks import wait_for_git
 
+        wait_for_git(self.repo)
         gitstore.refuse_unfinished(self.repo)
 
     def _rel(self, path: Path) -> str:

@@ -7,7 +7,9 @@ from pathlib import Path
 import pygit2
 
 from ..errors import StateError, StorageError
+from ..fsutil import is_temp_name
 from .changes import Change, Changes, classify, commit_message
+from .gitlocks import MOVED, GitBusy, HeadMoved, retry_moved, wait_for_git
 
 SIDECAR_PREFIX = ".memwiki/"  # the sidecar: never committed, whatever .gitignore says
 
@@ -112,6 +114,8 @@ def _write_index(repo: pygit2.Repository, index: pygit2.Index) -> None:
     try:
         index.write()
     except (pygit2.GitError, OSError) as exc:
+        if "locked" in str(exc):  # a git command took index.lock since wait_for_git
+            raise GitBusy(_one_line(exc)) from None
         raise StorageError(
             f"{repo.workdir.rstrip('/')}: cannot write the git index ({_one_line(exc)}): "
             "the files are saved, not committed"
@@ -119,7 +123,11 @@ def _write_index(repo: pygit2.Repository, index: pygit2.Index) -> None:
 
 
 def _private(path: str) -> bool:
-    return path == SIDECAR_PREFIX.rstrip("/") or path.startswith(SIDECAR_PREFIX)
+    """Never committed: the sidecar, and the temporary file of a write killed before its
+    rename (`memwiki commit` and sync committed it, half a file, as if a person made it)."""
+    if path == SIDECAR_PREFIX.rstrip("/") or path.startswith(SIDECAR_PREFIX):
+        return True
+    return is_temp_name(path.rsplit("/", 1)[-1])
 
 
 def _drop_private(index: pygit2.Index) -> None:
@@ -133,6 +141,7 @@ def stage_all(repo: pygit2.Repository, skip: set[str] | frozenset[str] = frozens
 
     Paths in skip stay as they are in the index; .memwiki/ is never staged.
     """
+    wait_for_git(repo)
     index = _read_index(repo)
     refuse_unfinished(repo, index)
     for path, flags in repo.status().items():
@@ -167,6 +176,7 @@ def pending_paths(repo: pygit2.Repository) -> list[str]:
 
 def stage_paths(repo: pygit2.Repository, paths: list[str]) -> None:
     """Stage exactly these work-tree paths (added, modified or deleted) and nothing else."""
+    wait_for_git(repo)
     index = _read_index(repo)
     refuse_unfinished(repo, index)
     workdir = Path(repo.workdir)
@@ -216,6 +226,8 @@ def commit_index(
         tree = repo.index.write_tree() if index is None else index.write_tree(repo)
         oid = repo.create_commit("HEAD", sig, sig, message, tree, parents)
     except (pygit2.GitError, OSError) as exc:
+        if MOVED in str(exc):
+            raise HeadMoved(str(exc)) from None
         raise StorageError(
             f"git commit failed ({_one_line(exc)}): the files are saved, not committed"
         ) from None
@@ -237,10 +249,12 @@ def _one_line(exc: Exception) -> str:
 
 def _commit_staged(repo: pygit2.Repository, message: str | None) -> tuple[str | None, Changes]:
     """Commit what is staged, described when no message is given; (None, empty) when nothing is."""
+    head = head_commit(repo)
     changes = staged_changes(repo)
     if not changes:
         return None, changes
-    return commit_index(repo, message or describe(changes)), changes
+    parents = [head.id] if head is not None else []
+    return commit_index(repo, message or describe(changes), parents), changes
 
 
 def commit_all(
@@ -249,8 +263,12 @@ def commit_all(
     skip: set[str] | frozenset[str] = frozenset(),
 ) -> tuple[str | None, Changes]:
     """Stage and commit everything that changed (but skip); (None, empty) when nothing did."""
-    stage_all(repo, skip)
-    return _commit_staged(repo, message)
+
+    def attempt() -> tuple[str | None, Changes]:
+        stage_all(repo, skip)
+        return _commit_staged(repo, message)
+
+    return retry_moved(attempt)
 
 
 def commit_paths(
@@ -263,6 +281,12 @@ def commit_paths(
     commit (`init --force` on a project used to commit its staged work as "memwiki:
     complete the wiki layout", `add` as the agent's save).
     """
+    return retry_moved(lambda: _commit_paths_once(repo, paths, message))
+
+
+def _commit_paths_once(
+    repo: pygit2.Repository, paths: list[str], message: str | None
+) -> tuple[str | None, Changes]:
     stage_paths(repo, paths)
     staged = repo.index
     head = head_commit(repo)
@@ -278,7 +302,8 @@ def commit_paths(
     changes = classify(head.tree.diff_to_index(tree)) if head is not None else _all_created(tree)
     if not changes:
         return None, changes
-    return commit_index(repo, message or describe(changes), index=tree), changes
+    parents = [head.id] if head is not None else []  # the HEAD the tree was built from
+    return commit_index(repo, message or describe(changes), parents, index=tree), changes
 
 
 def log(repo: pygit2.Repository, path: str | None = None, limit: int = 20) -> list:
