@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import InvalidInput
-from .layout import SIDECAR
+from .layout import LOGS, SIDECAR
 
 # key -> (environment variable, default); the defaults that depend on $HOME are filled in load().
 SETTINGS: dict[str, tuple[str, str | None]] = {
@@ -96,7 +96,7 @@ class Config:
     @property
     def logs_dir(self) -> Path:
         """<wiki>/.memwiki/logs."""
-        return self.sidecar_path / "logs"
+        return self.sidecar_path / LOGS
 
     @property
     def embed(self) -> str:

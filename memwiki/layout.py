@@ -6,6 +6,7 @@ import os
 
 SIDECAR = ".memwiki"  # the git-ignored folder of derived state: index, runs, logs, locks
 GITIGNORE_LINE = f"/{SIDECAR}/"
+LOGS = "logs"  # the sidecar's folder of logs (background builds, deferred writes, runs)
 # A file modified this close to the moment a cache (index manifest, link cache) was written
 # may change again within the same mtime tick without changing size: read it again next time.
 RACY_NS = 2_000_000_000

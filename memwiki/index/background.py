@@ -24,7 +24,9 @@ def lock_path(sidecar: Path) -> Path:
 
 def log_path(sidecar: Path) -> Path:
     """Where the background build writes its progress."""
-    return Path(sidecar) / "logs" / LOG_NAME
+    from ..layout import LOGS
+
+    return Path(sidecar) / LOGS / LOG_NAME
 
 
 def running(sidecar: Path) -> bool:
