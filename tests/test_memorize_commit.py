@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pygit2
 import pytest
 from test_memorize_support import (
     EXAMPLES,
@@ -359,6 +360,8 @@ def test_a_secret_the_executor_writes_is_refused_and_a_hand_put_one_kept(tmp_pat
     assert key not in err.value.message and secret not in err.value.message
     assert git(wiki.root, "rev-parse", "HEAD") == head
     assert key not in git(wiki.root, "log", "--all", "-p")
+    # Not even as an unreferenced object: every copy of .git would carry it for weeks.
+    assert pygit2.hash(leaky.encode()) not in wiki.repo.odb
     write(ws, "memory/aws-ci.md", recall("aws-ci", "CI uses [REDACTED:aws-access-key].\n"))
     result = memorize.commit(wiki, prepared.run_id)
     assert result.created == ["memory/aws-ci.md"] and result.updated == ["memory/wifi.md"]

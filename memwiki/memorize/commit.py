@@ -21,7 +21,7 @@ from ..git.changes import Changes, commit_message
 from ..git.changes import merge_message as build_merge_message
 from . import resources, runstate, worktrees
 from .runstate import COMMITTED, COMMITTING, MERGING, PREPARED, WORKSPACE, RunState
-from .validate import RunInvalid, check, stage_changes, stamp, unstage
+from .validate import RunInvalid, check, stage_changes, stamp, unstage, workspace_secrets
 
 if TYPE_CHECKING:
     from ..wiki import Wiki
@@ -148,6 +148,9 @@ def _commit_run_branch(
         ) from None
     # The resource job's described files go into project/<slug>.md first (resources.py).
     resources.merge_run(directory, workspace)
+    secrets = workspace_secrets(wrepo, base)
+    if secrets:  # before staging: a refused secret is never written into .git/objects
+        raise RunInvalid(state.run_id, secrets)
     changes = stage_changes(wrepo, base)
     problems = check(wrepo, changes, base)
     if problems:

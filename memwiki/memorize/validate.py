@@ -88,6 +88,28 @@ def secret_problems(path: str, data: bytes, before: str = "") -> list[Problem]:
     return problems
 
 
+def workspace_secrets(repo: pygit2.Repository, base: pygit2.Commit) -> list[Problem]:
+    """The secrets in the work-tree files staging would store, found before it stores them.
+
+    Bug it prevents: a commit refused for a secret had already written the file as a git
+    object; unreferenced, it stayed in .git/objects (and every copy of the folder) until
+    git's cleanup, weeks later. Files the executor committed itself are checked by check().
+    """
+    root = Path(repo.workdir)
+    problems: list[Problem] = []
+    for path in gitstore.pending_paths(repo):
+        if _path_problem(path) is not None:
+            continue  # check() names it; it is never committed
+        try:
+            if (root / path).is_symlink():
+                continue  # refused by check(), never read through
+            data = (root / path).read_bytes()
+        except OSError:  # deleted, or a folder: nothing of it is stored
+            continue
+        problems.extend(secret_problems(path, data, _old_text(base, path)))
+    return problems
+
+
 def check(
     repo: pygit2.Repository, changes: Changes, base: pygit2.Commit | None = None
 ) -> list[Problem]:
