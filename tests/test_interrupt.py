@@ -32,7 +32,15 @@ def start(*args: str, env: dict) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        # A terminal's foreground job gets SIGINT; a suite started in the background
+        # (`make test &`, nohup, some CI runners) hands its children SIGINT ignored, and
+        # Python keeps an ignored SIGINT ignored: every Ctrl-C here would go unheard.
+        preexec_fn=_sigint_default,
     )
+
+
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_until(proc: subprocess.Popen, ready, what: str, limit: float = 60) -> None:
