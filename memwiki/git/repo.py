@@ -130,6 +130,24 @@ def _private(path: str) -> bool:
     return is_temp_name(path.rsplit("/", 1)[-1])
 
 
+# A temporary file of atomic_write this old belongs to a write that was killed (a live one
+# renames it within milliseconds): the next commit deletes it. Younger ones are left alone,
+# since another process's write may be in flight (doctor names them meanwhile).
+STALE_TEMP_S = 600
+
+
+def _drop_stale_temp(path: Path) -> None:
+    import stat
+    import time
+
+    try:
+        info = path.lstat()
+        if stat.S_ISREG(info.st_mode) and time.time() - info.st_mtime > STALE_TEMP_S:
+            path.unlink()
+    except OSError:  # gone already, or not ours to delete: commit goes on without it
+        pass
+
+
 def _drop_private(index: pygit2.Index) -> None:
     """Untrack anything under .memwiki/ that an old tool or a plain `git add -A` staged."""
     for path in [e.path for e in index if _private(e.path)]:
@@ -146,6 +164,8 @@ def stage_all(repo: pygit2.Repository, skip: set[str] | frozenset[str] = frozens
     refuse_unfinished(repo, index)
     for path, flags in repo.status().items():
         if flags & pygit2.GIT_STATUS_IGNORED or path in skip or _private(path):
+            if flags & pygit2.GIT_STATUS_WT_NEW and is_temp_name(path.rsplit("/", 1)[-1]):
+                _drop_stale_temp(Path(repo.workdir) / path)
             continue
         if flags & pygit2.GIT_STATUS_WT_DELETED:
             index.remove(path)
