@@ -80,9 +80,7 @@ class Wiki:
             repo.free()  # libgit2's open pack files and mapped windows go now, not at GC
         self._embedders = None
         self._listing = None
-        from .index import deferred
-
-        deferred.reap()  # a writer forked by result.write_later() that has finished
+        _reap_children()
 
     def __enter__(self) -> Wiki:
         return self
@@ -115,16 +113,9 @@ class Wiki:
                 config = load()  # the library's own entry point: nobody passed a config
             path = config.wiki_path
         root = Path(path).expanduser()
-        if not is_wiki(root):
-            # Refused before anything is written: a code repository named by mistake used
-            # to get memory/ files, a .memwiki/ folder and commits of its own work.
-            if (root / ".git").exists():
-                raise NotFound(
-                    f"{root} is a git repository but not a memwiki wiki ({MISSING_MARKS}): "
-                    "pass your wiki with --wiki PATH, or make this one a wiki with "
-                    f"`memwiki init --force {root}`"
-                )
-            raise NotFound(f"no wiki at {root}: run `memwiki init {root}` or pass --wiki PATH")
+        # Refused before anything is written: a code repository named by mistake used to
+        # get memory/ files, a .memwiki/ folder and commits of its own work.
+        _require_wiki(root)
         return cls(root, config)
 
     @property
@@ -142,7 +133,12 @@ class Wiki:
         return self.root / SIDECAR
 
     def write_lock(self) -> FileLock:
-        """The lock every writer of wiki files and commits takes."""
+        """The lock every writer of wiki files and commits takes (NotFound when root is no wiki).
+
+        Bug it prevents: put on a Wiki whose folder was deleted since it was opened, or on
+        Wiki(path) over a plain folder, made .memwiki/ and memory/ there without a word.
+        """
+        _require_wiki(self.root)
         return FileLock(self.sidecar / "wiki.lock", timeout=60)
 
     # ----------------------------------------------------------- reading
@@ -377,12 +373,17 @@ class Wiki:
         deadline/background/status: progressive answers (memwiki.index.progressive).
         defer: edits written after the answer, by result.write_later() (memwiki.index.deferred).
         """
-        from .index.embedders import Embedders
+        from .index.embedders import shared
         from .index.indexer import Index, print_to_stderr
         from .index.search import retrieve
 
+        # Three stats (Wiki.open made the same check): the index would create .memwiki/ in
+        # a folder deleted since it was opened, or in a plain folder given to Wiki(path),
+        # and answer from an empty index.
+        _require_wiki(self.root)
+        _reap_children()  # a caller that never closes keeps no zombie either
         notify = notify or print_to_stderr
-        self._embedders = self._embedders or Embedders()
+        self._embedders = self._embedders or shared(self.config)
         index = Index(self, self.config, notify=notify, embedders=self._embedders)
         try:
             return retrieve(
@@ -409,6 +410,32 @@ def _check_open(path: Any, config: Any, path_optional: bool = False) -> None:
 
     check_type("path", path, (str, os.PathLike, *((type(None),) if path_optional else ())))
     check_type("config", config, (Config, type(None)), "a Config (memwiki.load_config) or None")
+
+
+def _reap_children() -> None:
+    """Reap the index writers (result.write_later) and background reindexes that this
+    process started and that have finished: a long-lived caller collects no zombies."""
+    import sys
+
+    from .index import deferred
+
+    deferred.reap()
+    background = sys.modules.get("memwiki.index.background")
+    if background is not None:  # not imported: nothing started (nor subprocess imported)
+        background.reap()
+
+
+def _require_wiki(root: Path) -> None:
+    """NotFound, in one line saying what to do, unless root is a wiki (layout.is_wiki)."""
+    if is_wiki(root):
+        return
+    if (root / ".git").exists():
+        raise NotFound(
+            f"{root} is a git repository but not a memwiki wiki ({MISSING_MARKS}): "
+            "pass your wiki with --wiki PATH, or make this one a wiki with "
+            f"`memwiki init --force {root}`"
+        )
+    raise NotFound(f"no wiki at {root}: run `memwiki init {root}` or pass --wiki PATH")
 
 
 def _is_subfolder(entry: os.DirEntry) -> bool:

@@ -293,10 +293,10 @@ def test_a_closed_wiki_holds_no_repository_model_or_child(tmp_path, git):
                 break
             time.sleep(0.01)
         assert [state for _, state in _children()] == ["Z"]
-        del result  # its write_later holds the index the answer read, the model with it
+        assert result.write_later() == "none"  # once: the update is not written twice
     assert _children() == []
     assert _held_under(wiki.root / ".git") == []
-    assert _live_models() == []
+    assert _live_models() == []  # the result is kept: its write_later let the index go
     # closed is not broken: the next call opens what it needs again
     assert (
         wiki.retrieve("kafka", mode="bm25", notify=lambda m: None).paths()[0] == "memory/kafka.md"
@@ -304,3 +304,130 @@ def test_a_closed_wiki_holds_no_repository_model_or_child(tmp_path, git):
     assert wiki.get("memory", "kafka").description == "The kafka cluster"
     wiki.close()
     wiki.close()  # twice is harmless
+
+
+def _wait_for_zombie(timeout: float = 60.0) -> list[tuple[int, str]]:
+    """This process's children once they have all ended (each a zombie), or as they are."""
+    import time
+
+    until = time.monotonic() + timeout
+    while time.monotonic() < until:
+        children = _children()
+        if children and all(state == "Z" for _, state in children):
+            break
+        time.sleep(0.05)
+    return _children()
+
+
+def test_a_long_lived_caller_collects_no_background_reindex_zombie(tmp_path):
+    """Bug it prevents: the background reindex a retrieve starts was started without a
+    handle kept, so in a long-lived process it stayed a zombie until Python's next
+    subprocess launch. The next retrieve reaps it, and so does close()."""
+    import sys
+
+    import pytest
+
+    from memwiki import load_config
+    from memwiki.index import background
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("reads /proc")
+    wiki, _ = Wiki.init(tmp_path / "w", config=load_config({"embed": "hash"}))
+    _put(wiki, "billing-service", "How billing is deployed", "# Billing\nArgo CD.\n")
+    assert background.start(wiki.root, wiki.sidecar)
+    assert [state for _, state in _wait_for_zombie()] == ["Z"]  # ended, nobody reaped it
+    assert wiki.retrieve("billing", notify=lambda m: None).paths() == ["memory/billing-service.md"]
+    assert _children() == []  # the retrieve reaped it
+    assert background.start(wiki.root, wiki.sidecar)
+    assert [state for _, state in _wait_for_zombie()] == ["Z"]
+    wiki.close()
+    assert _children() == []
+    assert "background reindex" in background.log_path(wiki.sidecar).read_text()  # it ran
+
+
+def test_wikis_with_the_same_embedder_share_one_loaded_model(tmp_path):
+    """Bug it prevents: each Wiki loaded its own copy of the model (about 100 MB), so two
+    wikis open at once held two. One is shared by the wikis of the same embedder settings,
+    from several threads at once, and goes with the last of them to close."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memwiki import load_config
+
+    wikis = [Wiki.init(tmp_path / name)[0] for name in ("a", "b")]
+    for wiki in wikis:
+        _put(wiki, "billing-service", "How billing is deployed", "# Billing\nArgo CD.\n")
+    serial = [w.retrieve("how is billing deployed?", notify=lambda m: None) for w in wikis]
+    assert [r.mode for r in serial] == ["hybrid", "hybrid"]
+    assert len(_live_models()) == 1
+    with ThreadPoolExecutor(4) as pool:
+        both = list(
+            pool.map(lambda w: w.retrieve("how is billing deployed?", notify=lambda m: None),
+                     wikis * 4)
+        )  # fmt: skip
+    answers = [(r.mode, [h.to_dict() for h in r.results]) for r in both]
+    assert answers == [(r.mode, [h.to_dict() for h in r.results]) for r in serial] * 4
+    hashed = Wiki.open(tmp_path / "a", config=load_config({"embed": "hash"}))
+    assert hashed.retrieve("billing", notify=lambda m: None).index["embedder"]["provider"] == "hash"
+    assert len(_live_models()) == 1  # other settings: their own embedder, not this one
+    wikis[0].close()
+    assert len(_live_models()) == 1  # the other wiki still uses it
+    assert wikis[1].retrieve("billing", notify=lambda m: None).mode == "hybrid"
+    wikis[1].close()
+    assert _live_models() == []
+
+
+def _tree(folder) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+def test_a_folder_that_is_no_wiki_is_refused_and_left_as_it_was(tmp_path):
+    """Bug it prevents: Wiki.retrieve on a wiki whose folder was deleted after it was
+    opened, or on Wiki(path) made over a plain folder, created .memwiki/ there and gave an
+    empty answer; put wrote .memwiki/ and memory/ into it. Both are NotFound, as
+    Wiki.open says it, and nothing is created."""
+    import shutil
+
+    import pytest
+
+    from memwiki import NotFound, RecallFile, load_config
+
+    config = load_config({"embed": "hash"})
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "notes.md").write_text("# not a wiki\n")
+    with pytest.raises(NotFound, match=f"^no wiki at {plain}: run `memwiki init"):
+        Wiki(plain, config).retrieve("notes", notify=lambda m: None)
+    with pytest.raises(NotFound, match="^no wiki at"):
+        Wiki(plain, config).put(RecallFile("memory", "a", "x", body="# A\n"))
+    assert _tree(plain) == ["notes.md"]
+    wiki, _ = Wiki.init(tmp_path / "w", config=config)
+    _put(wiki, "billing-service", "How billing is deployed", "# Billing\nArgo CD.\n")
+    assert wiki.retrieve("billing", notify=lambda m: None).paths() == ["memory/billing-service.md"]
+    shutil.rmtree(wiki.root)
+    with pytest.raises(NotFound, match=f"^no wiki at {wiki.root}"):
+        wiki.retrieve("billing", notify=lambda m: None)
+    with pytest.raises(NotFound, match=f"^no wiki at {wiki.root}"):
+        wiki.save(RecallFile("memory", "a", "x", body="# A\n"))
+    assert not wiki.root.exists()
+
+
+def test_retrieve_names_a_bad_k_or_budget_as_its_caller_passed_it(wiki, cli):
+    """Bug it prevents: a library caller passing k=0 read "-k must be at least 1", about a
+    command-line flag it never used; the command line still names its flags."""
+    import pytest
+
+    from memwiki import InvalidInput
+
+    for kwargs, message in (
+        ({"k": 0}, "k must be at least 1"),
+        ({"budget": -1}, "budget must be 0 (no limit) or more"),
+    ):
+        with pytest.raises(InvalidInput) as caught:
+            wiki.retrieve("billing", notify=lambda m: None, **kwargs)
+        assert caught.value.message == message
+    assert cli("--wiki", wiki.root, "retrieve", "x", "-k", "0")[1:] == (
+        "",
+        "memwiki: error: -k must be at least 1\n",
+    )
+    code, _, err = cli("--wiki", wiki.root, "retrieve", "x", "--budget", "-1")
+    assert (code, err) == (2, "memwiki: error: --budget must be 0 (no limit) or more\n")

@@ -96,6 +96,9 @@ def run_retrieve(
 
     earlyscan.start(config.wiki_path)  # a large wiki's scan, before the rest is imported
     wiki = Wiki.open(config.wiki_path, config)
+    from ..index.search import check_limits
+
+    check_limits(k, budget, ("-k", "--budget"))  # in the flags' words, not the library's
     mapping = parse_map(config.projects, strict=True)
     preferred = scope(project, cwd or os.getcwd(), mapping, config.home, wiki.root)
     result = wiki.retrieve(

@@ -42,16 +42,38 @@ def start(wiki_root: Path, sidecar: Path) -> bool:
         return False
     log = log_path(sidecar)
     log.parent.mkdir(parents=True, exist_ok=True)
+    reap()
     with open(log, "ab") as out:
-        subprocess.Popen(
-            [sys.executable, "-m", "memwiki", "--wiki", str(wiki_root), "reindex", "--background"],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=out,
-            start_new_session=True,  # outlives the caller and is not killed with it
-            close_fds=True,
+        _STARTED.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "memwiki",
+                    "--wiki",
+                    str(wiki_root),
+                    "reindex",
+                    "--background",
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                start_new_session=True,  # outlives the caller and is not killed with it
+                close_fds=True,
+            )
         )
     return True
+
+
+# The builds this process started and has not reaped. Bug it prevents: the handle was
+# dropped, so in a long-lived process a finished build stayed a zombie until Python's
+# next subprocess launch. A cold command leaves before its build ends (init reaps it).
+_STARTED: list[subprocess.Popen] = []
+
+
+def reap() -> None:
+    """Reap the background builds this process started that have finished."""
+    _STARTED[:] = [proc for proc in _STARTED if proc.poll() is None]
 
 
 def _complete(index) -> bool:

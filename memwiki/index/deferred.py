@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING
 from . import manifest as st
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .indexer import Index
     from .snapshot import Snapshot
     from .writing import Prepared
@@ -124,6 +126,25 @@ def write_later(index: Index, prepared: Prepared) -> str:
         lock.release()
         os._exit(code)
     return "forked"  # not reached
+
+
+def once(index: Index, prepared: Prepared) -> Callable[[], str]:
+    """result.write_later: write_later(index, prepared) on the first call, "none" after.
+
+    Bug it prevents: a result kept after its write held the index it was answered from
+    (two manifest states, about 0.15 MB per 1,000 files) and the model with it, also after
+    Wiki.close(); a second call wrote the same update again.
+    """
+    held = [(index, prepared)]
+
+    def write() -> str:
+        try:
+            index, prepared = held.pop()  # atomic: two threads calling write it once
+        except IndexError:
+            return "none"
+        return write_later(index, prepared)
+
+    return write
 
 
 _CHILDREN: list[int] = []  # writers this process forked and has not reaped yet

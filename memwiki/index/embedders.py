@@ -1,8 +1,10 @@
-"""The embedder a wiki has loaded, kept from one retrieve to the next (Wiki holds one)."""
+"""The embedder a wiki has loaded, kept from one retrieve to the next (Wiki holds one),
+and shared by every Wiki of the process with the same embedder settings."""
 
 from __future__ import annotations
 
 import threading
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,3 +40,25 @@ class Embedders:
     def loaded(self) -> bool:
         """True once the embedder (or the reason there is none) has been loaded."""
         return self._loaded is not None
+
+
+# Holders by embedder settings, alive while a Wiki (or an index) holds one: the model goes
+# with the last of them, so Wiki.close() gives back its share and nothing else.
+_SHARED: weakref.WeakValueDictionary[tuple, Embedders] = weakref.WeakValueDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
+def shared(config) -> Embedders:
+    """The Embedders every Wiki of this process with config's embedder settings uses.
+
+    Bug it prevents: two wikis open at once with the same model each loaded it (about
+    100 MB apiece). The settings load_embedder reads make the key; the thread count is
+    not in it, as a wiki's own holder already keeps its first load's count. Sharing is
+    sharing between threads, which Embedders already allows.
+    """
+    key = (config.embed, str(config.embed_model_dir), str(config.model_cache_dir))
+    with _SHARED_LOCK:
+        holder = _SHARED.get(key)
+        if holder is None:
+            holder = _SHARED[key] = Embedders()
+        return holder

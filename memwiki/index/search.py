@@ -129,10 +129,7 @@ def retrieve(
     _check_types(query, k, budget, project, deadline)
     if mode not in MODES:
         raise InvalidInput(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
-    if k < 1:
-        raise InvalidInput("-k must be at least 1")
-    if budget < 0:  # was taken as 0 (no budget) without a word
-        raise InvalidInput("--budget must be 0 (no limit) or more")
+    check_limits(k, budget)
     if fusion not in ("score", "rrf"):
         raise InvalidInput(f"unknown fusion {fusion!r}: use score or rrf")
     if track is not None:
@@ -286,8 +283,7 @@ def retrieve(
     if snap.deferred is not None:
         from . import deferred
 
-        prepared = snap.deferred
-        result.write_later = lambda: deferred.write_later(index, prepared)
+        result.write_later = deferred.once(index, snap.deferred)
     return result
 
 
@@ -301,6 +297,17 @@ def _check_types(query, k, budget, project, deadline) -> None:
         ("project", project, (str, type(None))), ("deadline", deadline, (int, float, type(None))),
     ):  # fmt: skip
         check_type(name, value, types)
+
+
+def check_limits(k: int, budget: int, names: tuple[str, str] = ("k", "budget")) -> None:
+    """InvalidInput for k below 1 or a negative budget, named as the caller knows them
+    (the CLI: -k, --budget; a library caller read about flags it never passed)."""
+    from ..errors import InvalidInput
+
+    if k < 1:
+        raise InvalidInput(f"{names[0]} must be at least 1")
+    if budget < 0:  # was taken as 0 (no budget) without a word
+        raise InvalidInput(f"{names[1]} must be 0 (no limit) or more")
 
 
 def _progress_facts(snap, job, mode, config, background, index) -> dict:
