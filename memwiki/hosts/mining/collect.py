@@ -112,6 +112,7 @@ def collect_new_sessions(
     warnings = warnings if warnings is not None else []
     source = get_source(host, config, session_dir)
     streams = cursor_state.get("streams", {})
+    source.remember(streams)
     try:
         refs = source.list_sessions()
     except READ_ERRORS as exc:
