@@ -4,11 +4,12 @@ Generates a home with Claude Code sessions (~/.claude/projects/<project>/<sessio
 subagent transcripts included) and Codex rollouts (~/.codex/sessions/YYYY/MM/DD/), then
 measures cold `memwiki bridge prepare` processes, per host:
 
-- first:     everything new (the first run, --max-sessions 10, as the scheduled run does);
+- first:     everything new (the first run, --max-sessions 10, as the scheduled run does;
+             measured once: it is mostly memorize's scrubbing of the new sessions);
 - no change: every session already mined (the hourly run that finds nothing new);
 - grew:      one large session grew by a few lines since it was mined;
 
-with wall time (median of --rounds) and peak RSS (through scale.py's launcher). With
+with wall time (median of --rounds, revisions interleaved) and peak RSS (through scale.py's launcher). With
 --before REV the same runs of another revision (a detached `git worktree` of this
 repository) are measured side by side, on the same generated files.
 
@@ -17,7 +18,7 @@ every stream, as a prepare and commit of everything would leave it), so each is 
 its own cursor format.
 
     python tests/bench/bridge_scale.py [--sessions 2000] [--projects 50] [--big 4]
-        [--big-mb 40] [--rounds 3] [--before REV] [--keep DIR]
+        [--big-mb 40] [--rounds 5] [--before REV] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -38,6 +39,26 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scale import run_measured  # noqa: E402
+
+# Bytes the measured process read (rchar: read(2) calls, page cache or disk). Linux adds a
+# reaped child's I/O counts to its parent's, so a launcher reads its own /proc/self/io
+# before and after: the OS file cache makes wall times on a warm machine hide what a
+# prepare reads, and after an hour of other work its logs are mostly not cached.
+READS = """
+import os, sys
+def rchar():
+    with open("/proc/self/io") as f:
+        return next(int(x.split()[1]) for x in f if x.startswith("rchar:"))
+before = rchar()
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(sys.argv[1], sys.argv[1:])
+    finally:
+        os._exit(127)
+os.waitpid(pid, 0)
+print(rchar() - before)
+"""
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTS = ("claude-code", "codex")
@@ -190,12 +211,28 @@ def memwiki(env: dict, *args: str) -> str:
     return done.stdout
 
 
-def prepare(env: dict, host: str) -> tuple[float, int, dict]:
-    """One measured cold `bridge prepare`: (seconds, peak RSS MB, its JSON)."""
+def prepare(env: dict, host: str, reads: bool = False) -> tuple[float, int, dict, int]:
+    """One measured cold `bridge prepare`: (seconds, peak RSS MB, its JSON, bytes read);
+    with reads, the same prepare is run again afterwards to count what it reads."""
     out = Path(env["HOME"]) / "prepare.json"
     cmd = ["/bin/sh", "-c", f'exec "$0" -m memwiki bridge prepare --host {host} --json > "$1"']
+    directory = Path(env["MEMWIKI_DIR"]) / ".memwiki" / "hosts" / host
+    kept = (
+        (directory / "cursor.json").read_bytes() if (directory / "cursor.json").exists() else None
+    )
     wall, rss, _, _ = run_measured([*cmd, sys.executable, str(out)], env, timeout=TIMEOUT_S)
-    return wall, rss, json.loads(out.read_text())
+    result = json.loads(out.read_text())
+    read = -1  # not counted
+    if reads:
+        reset(env, host, result, None)
+        if kept is not None:
+            (directory / "cursor.json").write_bytes(kept)
+        done = subprocess.run([sys.executable, "-S", "-c", READS, *cmd, sys.executable, str(out)],
+                              env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
+                              check=True)  # fmt: skip
+        read = int(done.stdout)
+        result = json.loads(out.read_text())
+    return wall, rss, result, read
 
 
 def reset(env: dict, host: str, result: dict, baseline: Path | None) -> None:
@@ -215,30 +252,22 @@ def offered(result: dict) -> list[tuple[str, dict]]:
     return [(s["key"], s["counts"]) for s in result.get("sessions", [])]
 
 
-def measure(name: str, code: Path, home: Path, big: dict, rounds: int) -> dict:
-    """Every figure for one revision's code."""
+def measure(name: str, code: Path, home: Path) -> dict:
+    """One revision's first prepare (once: it is mostly the scrubbing of the new sessions)
+    and its "everything mined" cursor."""
     wiki = home / f"wiki-{name}"
     env = env_for(home, code, wiki)
     memwiki(env, "init", str(wiki))
     row: dict = {}
     for host in HOSTS:
-        figures: dict = {}
-        runs = []
-        for _ in range(rounds):
-            runs.append(prepare(env, host))
-            reset(env, host, runs[-1][2], None)
-        figures["first"] = runs
+        run = prepare(env, host)
+        reset(env, host, run[2], None)
         count = memwiki_py(env, MINED, host)
-        baseline = wiki / ".memwiki" / "hosts" / host / "cursor.json"
-        saved = home / f"cursor-{name}-{host}.json"
-        shutil.copyfile(baseline, saved)
-        runs = []
-        for _ in range(rounds):
-            runs.append(prepare(env, host))
-            reset(env, host, runs[-1][2], saved)
-        figures["nochange"] = runs
-        figures["streams"] = count
-        row[host] = figures
+        shutil.copyfile(
+            wiki / ".memwiki" / "hosts" / host / "cursor.json",
+            home / f"cursor-{name}-{host}.json",
+        )
+        row[host] = {"first": [run], "streams": count, "nochange": [], "grew": []}
     return row
 
 
@@ -255,37 +284,41 @@ def memwiki_py(env: dict, script: str, *args: str) -> int:
     return int(done.stdout.strip())
 
 
-def grew_rounds(revs: dict[str, Path], home: Path, big: dict, rounds: int, rows: dict) -> None:
-    """Grow the large session, then each revision prepares from its mined cursor (interleaved)."""
-    for host in HOSTS:
-        for name in revs:
-            rows[name][host]["grew"] = []
-        for r in range(rounds):
-            grow(Path(big[host]), host, r)
-            for name, code in revs.items():
-                env = env_for(home, code, home / f"wiki-{name}")
-                run = prepare(env, host)
-                rows[name][host]["grew"].append(run)
-                reset(env, host, run[2], home / f"cursor-{name}-{host}.json")
+def interleaved(revs: dict[str, Path], home: Path, big: dict, rounds: int, rows: dict) -> None:
+    """No-change rounds, then rounds after the large session grew; the revisions take turns
+    within each round, so a busy moment of the machine falls on both."""
+    for case in ("nochange", "grew"):
+        for host in HOSTS:
+            for r in range(rounds):
+                if case == "grew":
+                    grow(Path(big[host]), host, r)
+                for name, code in revs.items():
+                    env = env_for(home, code, home / f"wiki-{name}")
+                    run = prepare(env, host, reads=r == 0)
+                    rows[name][host][case].append(run)
+                    reset(env, host, run[2], home / f"cursor-{name}-{host}.json")
 
 
 def summary(runs: list) -> str:
     """Median seconds and the largest peak RSS of some runs."""
     wall = statistics.median(r[0] for r in runs)
-    return f"{wall:7.3f} s {max(r[1] for r in runs):5d} MB"
+    read = max(r[3] for r in runs)
+    counted = f"{read / 2**20:7.1f} MB read" if read >= 0 else " " * 15
+    return f"{wall:6.3f} s {max(r[1] for r in runs):4d} MB {counted}"
 
 
 def report(rows: dict, data: dict, before: str | None) -> None:
     """The table, and whether the revisions offered the same sessions."""
     names = list(rows)
     print(f"\nbefore = {before}" if before else "")
-    print(f"{'host':12} {'case':9} " + " ".join(f"{n:>20}" for n in names))
+    print("each cell: median wall time, peak RSS, bytes the prepare read")
+    print(f"{'host':12} {'case':9} " + " ".join(f"{n:>32}" for n in names))
     for host in HOSTS:
         size = data["bytes"][host] / 2**20
         streams = rows[names[0]][host]["streams"]
         print(f"{host} ({streams} streams, {size:,.0f} MB)")
         for case in ("first", "nochange", "grew"):
-            cells = " ".join(f"{summary(rows[n][host][case]):>20}" for n in names)
+            cells = " ".join(f"{summary(rows[n][host][case]):>32}" for n in names)
             print(f"{'':12} {case:9} {cells}")
             if len(names) > 1:
                 same = all(
@@ -303,7 +336,7 @@ def main() -> None:
     ap.add_argument("--projects", type=int, default=50)
     ap.add_argument("--big", type=int, default=4, help="large sessions per host")
     ap.add_argument("--big-mb", type=int, default=40)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--before", help="a revision to measure side by side (e.g. main)")
     ap.add_argument("--keep", type=Path, help="generate into (or reuse) this folder")
     args = ap.parse_args()
@@ -328,10 +361,8 @@ def main() -> None:
             subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(worktree),
                             args.before], timeout=60, check=True, capture_output=True)  # fmt: skip
             revs = {"before": worktree, "after": REPO}
-        rows = {
-            name: measure(name, code, home, data["big"], args.rounds) for name, code in revs.items()
-        }
-        grew_rounds(revs, home, data["big"], args.rounds, rows)
+        rows = {name: measure(name, code, home) for name, code in revs.items()}
+        interleaved(revs, home, data["big"], args.rounds, rows)
         report(rows, data, args.before)
     finally:
         if worktree.exists():
