@@ -121,6 +121,12 @@ class TranscriptSource(ABC):
         # Stores list_sessions could not open (locked, corrupt): their sessions are left out
         # of the listing, so their cursors stay, and the caller reports them to the user.
         self.problems: list[str] = []
+        # The cursor's stream entries (remember): what listing may take from them unread.
+        self.known: dict[str, Any] = {}
+
+    def remember(self, streams: dict[str, Any]) -> None:
+        """Give the source the cursor's stream entries before it lists sessions."""
+        self.known = streams
 
     @abstractmethod
     def default_location(self) -> Path | None:
@@ -240,15 +246,20 @@ def walk_jsonl(root: Path) -> Iterable[Path]:
     while stack:
         current = stack.pop()
         try:
-            entries = list(current.iterdir())
+            # scandir, not iterdir: the entry types come with the listing, so a history of
+            # thousands of sessions costs no stat per entry to walk (each file's signature
+            # is its one stat). Same readdir order as before, so the same refs.
+            with os.scandir(current) as found:
+                entries = list(found)
         except OSError:
             continue
         for entry in entries:
-            if entry.is_dir() and not entry.is_symlink():
+            if entry.is_dir(follow_symlinks=False):
                 if entry.name not in SKIP_DIRS:
-                    stack.append(entry)
-            elif entry.suffix == ".jsonl" and entry.is_file():
-                yield entry
+                    stack.append(current / entry.name)
+            # len > 6: a bare ".jsonl" is a dotfile without a suffix (Path.suffix rule)
+            elif entry.name.endswith(".jsonl") and len(entry.name) > 6 and entry.is_file():
+                yield current / entry.name
 
 
 def newest_first(refs: Iterable[SessionRef]) -> list[SessionRef]:
@@ -257,10 +268,23 @@ def newest_first(refs: Iterable[SessionRef]) -> list[SessionRef]:
 
 
 def read_jsonl_lines(path: Path, start: int) -> tuple[list[bytes], int]:
-    """Complete lines after the first `start` ones, and the new line count.
+    """Complete lines after the first `start` ones, and the new line count."""
+    lines, count, _ = read_jsonl_tail(path, start)
+    return lines, count
 
-    A last line without its newline is still being written by the host: leave it for
-    the next read. A file with fewer lines than the cursor was rewritten: start over.
+
+def read_jsonl_tail(
+    path: Path, start: int, offset: int | None = None
+) -> tuple[list[bytes], int, int | None]:
+    """Complete lines after the first `start` ones, the new line count and the byte offset
+    after them (None for a UTF-16 log, which is decoded whole).
+
+    offset, the byte offset the cursor recorded after its `start` lines, lets the read
+    begin there: a session of hundreds of MB that grew by a few lines is read from its
+    end, not counted through from its first line. Without it (a cursor older than the
+    offset), or when the file no longer ends a line there, the lines are counted. A last
+    line without its newline is still being written by the host: leave it for the next
+    read. A file with fewer lines than the cursor was rewritten: start over.
     """
     try:
         with path.open("rb") as f:
@@ -271,23 +295,39 @@ def read_jsonl_lines(path: Path, start: int) -> tuple[list[bytes], int]:
                 data = f.read().decode("utf-16", "replace").encode("utf-8", "replace")
                 complete = data[: data.rfind(b"\n") + 1]
                 found = complete.split(b"\n")[:-1] if complete else []
-                lines, count = found[start:], len(found)
+                if len(found) < start:
+                    return read_jsonl_tail(path, 0)
+                return found[start:], len(found), None
+            if offset is not None and _ends_line(f, start, offset):
+                f.seek(offset)
+                count = start
             else:
                 f.seek(0)
-                # Line by line: a log of hundreds of MB is never held whole (only what is
-                # after the cursor), and the cursor's lines are only counted.
-                lines, count = [], 0
-                for raw in f:
-                    if not raw.endswith(b"\n"):
-                        break
-                    if count >= start:
-                        lines.append(raw[:-1])
-                    count += 1
+                count = offset = 0
+            # Line by line: a log of hundreds of MB is never held whole (only what is
+            # after the cursor), and the cursor's lines are only counted.
+            lines: list[bytes] = []
+            for raw in f:
+                if not raw.endswith(b"\n"):
+                    break
+                if count >= start:
+                    lines.append(raw[:-1])
+                count += 1
+                offset += len(raw)
     except OSError:
-        return [], start
+        return [], start, offset
     if count < start:
-        return read_jsonl_lines(path, 0)
-    return lines, count
+        return read_jsonl_tail(path, 0)
+    return lines, count, offset
+
+
+def _ends_line(f: Any, start: int, offset: int) -> bool:
+    # The cursor's offset is usable where a line ends (or at 0 for no line): a file cut
+    # shorter or rewritten is counted again instead, as a cursor without offset is.
+    if offset <= 0 or start <= 0:
+        return offset == 0 and start == 0
+    f.seek(offset - 1)
+    return bool(f.read(1) == b"\n")
 
 
 class JsonlSource(TranscriptSource):
@@ -310,11 +350,16 @@ class JsonlSource(TranscriptSource):
     def read(self, ref: SessionRef, entry: dict[str, Any] | None) -> ReadResult:
         """Complete lines after the cursor's line count."""
         start = int((entry or {}).get("pos", 0))
-        lines, total = read_jsonl_lines(ref.path, start)
+        known = (entry or {}).get("off")
+        lines, total, offset = read_jsonl_tail(
+            ref.path, start, known if isinstance(known, int) else None
+        )
         cursor = {
             "pos": total,
             "sig": ref.signature,
             "session_id": ref.session_id,
             "path": str(ref.path),
         }
+        if offset is not None:
+            cursor["off"] = offset  # bytes of the `pos` lines: the next read starts there
         return ReadResult(records=[ln for ln in lines if ln.strip()], cursor=cursor)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ...config import Config
-from .base import JsonlSource, SessionRef, env_path, walk_jsonl
+from .base import JsonlSource, SessionRef, env_path, file_signature, walk_jsonl
 from .records import (
     ROLES,
     TEXT_BLOCKS,
@@ -221,16 +221,30 @@ class CodexSource(JsonlSource):
         else:
             roots = [root]
         by_id: dict[str, SessionRef] = {}
+        mined = self._mined_ids()
         for base in roots:
             for path in walk_jsonl(base):
                 if not path.name.startswith("rollout-"):
                     continue
-                sid = session_id_of(path)
+                sig, _ = file_signature(path)
+                # A rollout unchanged since the cursor read it holds the id it had then:
+                # the hourly prepare opens only the rollouts that changed, not thousands.
+                sid = mined.get((str(path), sig)) or session_id_of(path)
                 ref = self.ref_for(path, key=sid, session_id=sid)
                 # A session both live and archived: the newer copy wins.
                 if sid not in by_id or ref.mtime > by_id[sid].mtime:
                     by_id[sid] = ref
         return by_id.values()
+
+    def _mined_ids(self) -> dict[tuple[str, str], str]:
+        # (path, signature) -> session id, from the cursor entries the reads wrote.
+        found = {}
+        for entry in self.known.values():
+            if isinstance(entry, dict):
+                path, sig, sid = entry.get("path"), entry.get("sig"), entry.get("session_id")
+                if isinstance(path, str) and isinstance(sid, str) and sid and sig != "missing":
+                    found[(path, str(sig))] = sid
+        return found
 
     # The module-level functions are the reader's rules; tests call them directly too.
     classify = staticmethod(classify)

@@ -50,8 +50,11 @@ def read_slice(
         counts["undecodable"] = len(result.undecodable)
     items: list[dict[str, Any]] = []
     ctx: dict[str, Any] = {}
+    parsed = []  # each record parsed once: the working directory is looked up in them too
     for raw in result.records:
         record = parse_record(raw)
+        if record is not None:
+            parsed.append(record)
         if record is None or not source.recognizes(record):
             counts["drop"] += 1
             counts["unrecognized"] += 1
@@ -70,7 +73,7 @@ def read_slice(
         cursor=result.cursor,
         counts=counts,
         session=session,
-        cwd=slice_cwd(result.records, ref.path) if session is not None else None,
+        cwd=slice_cwd(parsed, ref.path) if session is not None else None,
         problems=list(result.undecodable),
     )
 
@@ -112,6 +115,7 @@ def collect_new_sessions(
     warnings = warnings if warnings is not None else []
     source = get_source(host, config, session_dir)
     streams = cursor_state.get("streams", {})
+    source.remember(streams)
     try:
         refs = source.list_sessions()
     except READ_ERRORS as exc:

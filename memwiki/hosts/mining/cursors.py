@@ -11,7 +11,6 @@ Flow for a bridging run (the bridge module drives it):
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import os
 from collections.abc import Iterable
@@ -65,14 +64,45 @@ def load_cursor(path: Path) -> dict[str, Any]:
 
 
 def save_cursor(path: Path, state: dict[str, Any]) -> None:
-    """Write a state atomically."""
-    atomic_write_text(Path(path), json.dumps(state, indent=2, sort_keys=True) + "\n")
+    """Write a state atomically: sorted keys, one stream a line."""
+    atomic_write_text(Path(path), dump_state(state))
+
+
+def dump_state(state: dict[str, Any]) -> str:
+    """The state as indented JSON text with each stream entry on one line.
+
+    json.dumps with indent runs in pure Python: 40 ms for 2,000 streams, paid twice by a
+    prepare that offers one grown session. One line a stream keeps the file readable and
+    costs only C-encoded dumps; the rest (claims, the pending run) is small.
+    """
+    parts = []
+    for key in sorted(state):
+        value = state[key]
+        if key == "streams" and isinstance(value, dict) and value:
+            lines = [
+                f"    {json.dumps(k)}: {json.dumps(value[k], sort_keys=True)}"
+                for k in sorted(value)
+            ]
+            text = "{\n" + ",\n".join(lines) + "\n  }"
+        else:
+            text = json.dumps(value, indent=2, sort_keys=True).replace("\n", "\n  ")
+        parts.append(f"  {json.dumps(key)}: {text}")
+    return "{\n" + ",\n".join(parts) + "\n}\n" if parts else "{}\n"
+
+
+def _copy(state: dict[str, Any]) -> dict[str, Any]:
+    # Stream entries are replaced whole, never changed in place: copying the containers is
+    # enough (a deepcopy of 2,000 entries took 27 ms of every prepare that found something).
+    new = dict(state)
+    new["streams"] = dict(state.get("streams", {}))
+    new["claimed"] = list(state.get("claimed", []))
+    return new
 
 
 def advance_cursor(state: dict[str, Any], slices: Iterable[SessionSlice]) -> dict[str, Any]:
     """A copy of state with every slice's stream cursor applied (memorizable or not)."""
-    new = copy.deepcopy(state)
-    streams = new.setdefault("streams", {})
+    new = _copy(state)
+    streams = new["streams"]
     for sl in slices:
         streams[sl.key] = dict(sl.cursor)
     return new
@@ -80,7 +110,7 @@ def advance_cursor(state: dict[str, Any], slices: Iterable[SessionSlice]) -> dic
 
 def claim_sessions(state: dict[str, Any], session_ids: Iterable[str]) -> dict[str, Any]:
     """A copy of state whose claimed list also holds session_ids (the newest 1000 are kept)."""
-    new = copy.deepcopy(state)
+    new = _copy(state)
     claimed = [c for c in new.get("claimed", []) if isinstance(c, str)]
     for sid in session_ids:
         if sid and sid not in claimed:
