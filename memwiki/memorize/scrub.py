@@ -142,6 +142,7 @@ def _layers(text: str, fast: bool = True) -> list[tuple[int, int, str]]:
         if len(windows) > 1:
             low = chunk.lower()
             present = keywords.present(low) if keywords else None
+        ascii_low = low if chunk.isascii() else None
         spans: list[tuple[int, int, str]] = []
         for kind, pattern, group, keys in _COMPILED:
             if present is None:
@@ -151,7 +152,7 @@ def _layers(text: str, fast: bool = True) -> list[tuple[int, int, str]]:
             elif present.isdisjoint(keys):
                 continue
             else:
-                matches = scan.finditer(pattern, chunk, scan.cached_anchor(pattern))
+                matches = scan.finditer(pattern, chunk, scan.cached_anchor(pattern), ascii_low)
             spans.extend((m.start(group), m.end(group), kind) for m in matches)
         spans.extend(scrub_rules.find(chunk, low, present))
         spans.extend(gitleaks.find(chunk, low, present))

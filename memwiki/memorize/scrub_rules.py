@@ -232,6 +232,7 @@ def _named_not_secret(m: re.Match[str]) -> bool:
 
 
 def _run(rules: list[_Rule], text: str, low: str, present: set[str] | None) -> Iterator[Span]:
+    ascii_low = low if low and text.isascii() else None
     for pattern, kind, group, ok, keys in rules:
         if present is None:
             if keys and not any(k in low for k in keys):
@@ -240,7 +241,7 @@ def _run(rules: list[_Rule], text: str, low: str, present: set[str] | None) -> I
         else:
             if keys and present.isdisjoint(keys):
                 continue
-            matches = scan.finditer(pattern, text, scan.cached_anchor(pattern))
+            matches = scan.finditer(pattern, text, scan.cached_anchor(pattern), ascii_low)
         for m in matches:
             g = group or next((i for i in range(1, pattern.groups + 1) if m.group(i)), 0)
             value = m.group(g)
