@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from . import scan
+
 RULES_FILE = Path(__file__).with_name("rules") / "gitleaks.toml"
 # Rules left out, with the reason: they are about files rather than text, or better
 # served by the class rules in scrub_rules (which know about code and placeholders).
@@ -171,15 +173,33 @@ def _line_of(text: str, start: int, end: int) -> str:
     return text[a : b if b >= 0 else len(text)]
 
 
-def find(text: str, low: str | None = None) -> list[tuple[int, int, str]]:
-    """(start, end, rule id) of every provider secret gitleaks' rules find in text."""
+def keywords() -> set[str]:
+    """Every keyword of every rule (lower case)."""
+    return {k for rule in rules()[0] for k in rule.keywords}
+
+
+def find(
+    text: str, low: str | None = None, present: set[str] | None = None
+) -> list[tuple[int, int, str]]:
+    """(start, end, rule id) of every provider secret gitleaks' rules find in text.
+
+    present: the keywords in text (scan.Keywords), for the fast path; without it each
+    keyword is looked up in low and each regex runs over all of text (the reference).
+    """
     all_rules, glob = rules()
-    low = text.lower() if low is None else low
+    low = text.lower() if low is None and present is None else low
     found: list[tuple[int, int, str]] = []
+    ascii_low = low if present is not None and low is not None and text.isascii() else None
     for rule in all_rules:
-        if rule.keywords and not any(k in low for k in rule.keywords):
-            continue
-        for m in rule.pattern.finditer(text):
+        if present is None:
+            if rule.keywords and not any(k in low for k in rule.keywords):  # type: ignore[operator]
+                continue
+            matches = rule.pattern.finditer(text)
+        else:
+            if rule.keywords and present.isdisjoint(rule.keywords):
+                continue
+            matches = scan.finditer(rule.pattern, text, scan.cached_anchor(rule.pattern), ascii_low)
+        for m in matches:
             group = rule.group or next(
                 (i for i in range(1, (m.re.groups or 0) + 1) if m.group(i)), 0
             )

@@ -14,9 +14,10 @@ import bisect
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
-from . import gitleaks, scrub_rules, scrub_values
+from . import gitleaks, scan, scrub_rules, scrub_values
 from .schema import Session
 from .scrub_values import CODE_WORDS, MARK, key_strength
 
@@ -122,26 +123,52 @@ def _windows(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def _layers(text: str) -> list[tuple[int, int, str]]:
-    found: list[tuple[int, int, str]] = scrub_rules.find_blocks(text)
-    for offset, chunk in _windows(text):
-        low = chunk.lower()
+@cache
+def _keywords() -> scan.Keywords:
+    keys = {k for *_, keys in _COMPILED for k in keys}
+    return scan.Keywords(keys | scrub_rules.KEYWORDS | gitleaks.keywords())
+
+
+def _layers(text: str, fast: bool = True) -> list[tuple[int, int, str]]:
+    # The fast path finds every keyword of a window in one pass and runs each regex only
+    # near its anchors (scan.py); the reference path (fast=False) is the straightforward
+    # one the fast path is tested against: the same rules, windows and order.
+    keywords = _keywords() if fast else None
+    windows = _windows(text)
+    low = text.lower()
+    present = keywords.present(low) if keywords else None
+    found: list[tuple[int, int, str]] = scrub_rules.find_blocks(text, present)
+    for offset, chunk in windows:
+        if len(windows) > 1:
+            low = chunk.lower()
+            present = keywords.present(low) if keywords else None
+        ascii_low = low if chunk.isascii() else None
         spans: list[tuple[int, int, str]] = []
         for kind, pattern, group, keys in _COMPILED:
-            if any(k in low for k in keys):
-                spans.extend((m.start(group), m.end(group), kind) for m in pattern.finditer(chunk))
-        spans.extend(scrub_rules.find(chunk, low))
-        spans.extend(gitleaks.find(chunk, low))
+            if present is None:
+                if not any(k in low for k in keys):
+                    continue
+                matches = pattern.finditer(chunk)
+            elif present.isdisjoint(keys):
+                continue
+            else:
+                matches = scan.finditer(pattern, chunk, scan.cached_anchor(pattern), ascii_low)
+            spans.extend((m.start(group), m.end(group), kind) for m in matches)
+        spans.extend(scrub_rules.find(chunk, low, present))
+        spans.extend(gitleaks.find(chunk, low, present))
         found.extend((a + offset, b + offset, kind) for a, b, kind in spans)
     return found
 
 
-def find_spans(text: str) -> list[tuple[int, int, str]]:
-    """Merged (start, end, kind) of every secret in text, in order, none inside a marker."""
+def find_spans(text: str, fast: bool = True) -> list[tuple[int, int, str]]:
+    """Merged (start, end, kind) of every secret in text, in order, none inside a marker.
+
+    fast=False takes the slow reference path, which must find exactly the same spans.
+    """
     # JSON or a log carried as an escaped string: "\nDB_PASSWORD=x" is a line start too.
     # The view has the same length as text, so its spans are spans of text.
     view = _ESCAPE.sub(lambda m: _BREAKS[m.group()], text) if "\\" in text else text
-    found = _layers(view)
+    found = _layers(view, fast)
     taken = [(m.start(), m.end()) for m in _MARKER.finditer(text)]
     # Earlier layers win the kind; an overlapping later span only widens the redaction,
     # so that no tail of a secret survives because two rules saw it differently.

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
+from . import scan
 from .scrub_values import (
     NEVER,
     STRONG,
@@ -230,24 +231,38 @@ def _named_not_secret(m: re.Match[str]) -> bool:
     return key is not None and key_strength(key.group(1)) == NEVER
 
 
-def _run(rules: list[_Rule], text: str, low: str) -> Iterator[Span]:
+def _run(rules: list[_Rule], text: str, low: str, present: set[str] | None) -> Iterator[Span]:
+    ascii_low = low if low and text.isascii() else None
     for pattern, kind, group, ok, keys in rules:
-        if keys and not any(k in low for k in keys):
-            continue
-        for m in pattern.finditer(text):
+        if present is None:
+            if keys and not any(k in low for k in keys):
+                continue
+            matches = pattern.finditer(text)
+        else:
+            if keys and present.isdisjoint(keys):
+                continue
+            matches = scan.finditer(pattern, text, scan.cached_anchor(pattern), ascii_low)
+        for m in matches:
             g = group or next((i for i in range(1, pattern.groups + 1) if m.group(i)), 0)
             value = m.group(g)
             if value and (ok is None or ok(value, m)):
                 yield m.start(g), m.end(g), kind
 
 
-def find_blocks(text: str) -> list[Span]:
-    """(start, end, kind) of every private key block in text (run on the whole text)."""
-    return list(_run(_BLOCK_RULES, text, text.lower()))
+KEYWORDS = {k for rule in _BLOCK_RULES + _CLASS_RULES for k in rule.keys}
 
 
-def find(text: str, low: str | None = None) -> list[Span]:
+def find_blocks(text: str, present: set[str] | None = None) -> list[Span]:
+    """(start, end, kind) of every private key block in text (run on the whole text).
+
+    present: the keywords in text, for the fast path (see gitleaks.find).
+    """
+    return list(_run(_BLOCK_RULES, text, text.lower() if present is None else "", present))
+
+
+def find(text: str, low: str | None = None, present: set[str] | None = None) -> list[Span]:
     """(start, end, kind) of every secret the line-sized class rules find in text."""
-    out = list(_run(_CLASS_RULES, text, text.lower() if low is None else low))
+    low = text.lower() if low is None and present is None else low
+    out = list(_run(_CLASS_RULES, text, low or "", present))
     out.extend(_assignments(text))
     return out

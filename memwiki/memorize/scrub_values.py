@@ -6,6 +6,7 @@ The judgement the class rules of scrub_rules make about every key/value pair the
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from urllib.parse import unquote
 
 from .gitleaks import shannon
@@ -72,6 +73,9 @@ def key_words(key: str) -> list[str]:
     return [w for w in re.split(r"[\W_]+", spaced.lower()) if w]
 
 
+# Pure functions of one string, asked about the same keys and tokens over and over in a
+# session (every `status: ok`); bounded so that a huge session cannot grow them unbounded.
+@lru_cache(maxsize=65536)
 def key_strength(key: str) -> int:
     """How much a field name says about its value: NEUTRAL, WEAK, STRONG or NEVER."""
     words = key_words(key)
@@ -178,6 +182,7 @@ def _sequential(value: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=65536)
 def looks_random(value: str, min_len: int = 20) -> bool:
     """True for token-like values (keys, passwords, base64) rather than ids, hashes and words."""
     v = unquote(value.strip()) if "%" in value else value.strip()

@@ -1,0 +1,181 @@
+"""Fast regex scanning for the scrubber, with exactly the matches `finditer` gives.
+
+Two tricks, both exact:
+
+- Keywords: every rule runs only where one of its keywords is in the lower-cased text.
+  Checking ~300 keywords one `in` at a time read the text ~300 times; `Keywords` finds
+  all of them in one pass of a trie-shaped regex.
+- Anchors: most rules need a literal (`password`, `kind:`, `BEGIN`) at a bounded
+  distance from where their match starts, yet `finditer` tries the regex at every
+  position (gitleaks' `[\\w.-]{0,50}?password…` costs 50 steps a character). `anchor`
+  reads that literal and bound from the parsed regex; `finditer` then tries the regex
+  only at the positions a literal occurrence allows, in order, which yields the same
+  matches, since a match always holds one of the literals.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from re import _constants as C  # type: ignore[attr-defined]
+from re import _parser as P  # type: ignore[attr-defined]
+
+# An anchor is worth it only when its literal is rare enough and the bound small enough:
+# otherwise trying the regex around every occurrence costs more than one finditer.
+MIN_LITERAL = 3
+MAX_LEAD = 64
+
+
+def _trie(words: Iterable[str]) -> str:
+    root: dict[str, dict] = {}
+    for w in words:
+        node = root
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict[str, dict]) -> str:
+        alts = [re.escape(ch) + emit(node[ch]) for ch in sorted(k for k in node if k)]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 and "" not in node else "(?:" + "|".join(alts) + ")"
+        # greedy: the longest keyword at a position, whose prefixes are keywords too
+        return body + ("?" if "" in node else "")
+
+    return emit(root)
+
+
+class Keywords:
+    """Which of a fixed set of keywords occur in a text, found in one pass."""
+
+    def __init__(self, words: Iterable[str]):
+        self.words = sorted(set(words))
+        self._rx = re.compile(_trie(self.words), re.DOTALL)
+        # A keyword found implies every keyword inside it (`apikey` holds `key`).
+        self._inside = {w: {k for k in self.words if k in w} for w in self.words}
+
+    def present(self, low: str) -> set[str]:
+        """The keywords that are substrings of low."""
+        found: set[str] = set()
+        rx = self._rx
+        for m in rx.finditer(low):
+            found.update(self._inside[m.group()])
+            # finditer resumes after the match: keywords starting inside it are looked
+            # for here (the longest at each position, then its substrings as above).
+            for j in range(m.start() + 1, m.end()):
+                inner = rx.match(low, j)
+                if inner is not None:
+                    found.update(self._inside[inner.group()])
+        return found
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """Every match holds one of `finder`'s literals at most `lead` characters after its start."""
+
+    finder: re.Pattern[str]
+    lead: int
+    literals: tuple[str, ...]  # lower case; all ASCII, or () when one is not
+
+
+def _width(item: tuple) -> int:
+    return int(P.SubPattern(P.State(), [item]).getwidth()[1])
+
+
+def _anchor_in(items: list[tuple]) -> tuple[frozenset[str], int] | None:
+    """(literals, lead) for a parsed sequence: one literal is in every match, `lead` at most in."""
+    best: tuple[frozenset[str], int] | None = None
+    before = 0  # the most characters the items before the current one can match
+    for i, (op, av) in enumerate(items):
+        found: tuple[frozenset[str], int] | None = None
+        if op is C.LITERAL:
+            run = ""
+            for op2, av2 in items[i:]:
+                if op2 is not C.LITERAL:
+                    break
+                run += chr(av2)
+            found = (frozenset([run]), 0)
+        elif op is C.SUBPATTERN:
+            found = _anchor_in(list(av[-1].data))
+        elif op is C.BRANCH:
+            alts = [_anchor_in(list(a.data)) for a in av[1]]
+            if alts and all(a is not None for a in alts):
+                found = (
+                    frozenset().union(*(a[0] for a in alts if a)),
+                    max(a[1] for a in alts if a),
+                )
+        if found is not None:
+            lits, lead = found[0], found[1] + before
+            key = (min(map(len, lits)), -lead)
+            if best is None or key > (min(map(len, best[0])), -best[1]):
+                best = (lits, lead)
+        width = _width((op, av))
+        if width >= C.MAXREPEAT:
+            break
+        before += width
+    return best
+
+
+def anchor(pattern: re.Pattern[str]) -> Anchor | None:
+    """The literal every match of pattern holds near its start, if it has a useful one."""
+    try:
+        parsed = P.parse(pattern.pattern, pattern.flags)
+        found = _anchor_in(list(parsed.data))
+    except (re.error, TypeError, ValueError, RecursionError):
+        return None
+    if found is None or min(map(len, found[0])) < MIN_LITERAL or found[1] > MAX_LEAD:
+        return None
+    lits = sorted(found[0], key=len, reverse=True)
+    # IGNORECASE on the pattern's own engine finds every place a literal can match there
+    # (and more, which only costs a try); DOTALL so that no literal is missed.
+    flags = re.IGNORECASE | re.DOTALL
+    ascii_lits = tuple(x.lower() for x in lits) if all(x.isascii() for x in lits) else ()
+    return Anchor(re.compile("|".join(map(re.escape, lits)), flags), found[1], ascii_lits)
+
+
+def _starts(anchor: Anchor, text: str, low: str | None) -> Iterator[tuple[int, int]]:
+    """(first, last) start positions to try, in order, for each literal occurrence."""
+    if low is not None and anchor.literals:
+        # ASCII text: a literal can match only where its lower case is in low, and
+        # str.find is many times faster than a case-insensitive regex search.
+        found: set[int] = set()
+        for lit in anchor.literals:
+            j = low.find(lit)
+            while j >= 0:
+                found.add(j)
+                j = low.find(lit, j + 1)
+        for j in sorted(found):
+            yield j - anchor.lead, j
+        return
+    for occ in anchor.finder.finditer(text):
+        # a literal starting inside this occurrence (overlapping it) is covered too
+        yield occ.start() - anchor.lead, occ.end() - 1
+
+
+def finditer(
+    pattern: re.Pattern[str], text: str, anchor: Anchor | None, low: str | None = None
+) -> Iterator[re.Match[str]]:
+    """The matches pattern.finditer(text) yields, found by trying only near anchors.
+
+    low: text.lower() when text is ASCII (else None), for a faster literal search.
+    """
+    if anchor is None:
+        yield from pattern.finditer(text)
+        return
+    pos = 0  # finditer's position: no match may start before it
+    for first, last in _starts(anchor, text, low):
+        p = max(pos, first)
+        while p <= last:
+            m = pattern.match(text, p)
+            if m is None:
+                p += 1
+                continue
+            yield m
+            p = m.end() if m.end() > m.start() else m.end() + 1
+            pos = p
+        pos = max(pos, last + 1)
+
+
+cached_anchor = cache(anchor)

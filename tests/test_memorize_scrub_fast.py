@@ -1,0 +1,105 @@
+"""The scrubber's fast path finds exactly the spans of the straightforward reference path."""
+
+from __future__ import annotations
+
+import random
+import re
+import sys
+from pathlib import Path
+
+import scrub_corpus
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memwiki.memorize import gitleaks, scan, scrub, scrub_rules
+from memwiki.memorize.scrub import find_spans
+
+sys.path.insert(0, str(Path(__file__).parent / "bench"))
+import scrub_corpus_gen  # noqa: E402
+
+SAMPLES = scrub_corpus.secret_samples(per_format=1)
+BENIGN = scrub_corpus.benign_lines()
+KEYWORDS = sorted(scrub._keywords().words)
+ALL_PATTERNS = (
+    [p for _, p, _, _ in scrub._COMPILED]
+    + [r.pattern for r in scrub_rules._CLASS_RULES + scrub_rules._BLOCK_RULES]
+    + [r.pattern for r in gitleaks.rules()[0]]
+)
+
+
+def _same(text: str) -> None:
+    assert find_spans(text) == find_spans(text, fast=False), text[:200]
+
+
+def test_the_corpora_give_the_same_spans_both_ways():
+    for _, text, _ in SAMPLES:
+        _same(text)
+    for line in BENIGN:
+        _same(line)
+    _same("\n".join(BENIGN + [t for _, t, _ in SAMPLES]))  # several windows
+
+
+def test_a_large_generated_session_gives_the_same_spans_both_ways():
+    strings = scrub_corpus_gen.session_strings(0.4, seed=11)
+    found = 0
+    for text in strings:
+        fast = find_spans(text)
+        assert fast == find_spans(text, fast=False)
+        found += len(fast)
+    assert found >= 5  # the planted secrets are there to be found
+
+
+# Pieces that sit near what the rules look for: secrets, their keywords and literals,
+# near-misses (a key and a short value), code, unicode that lower() changes, escapes.
+_PIECES = st.one_of(
+    st.sampled_from([t for _, t, _ in SAMPLES]),
+    st.sampled_from(BENIGN),
+    st.sampled_from(KEYWORDS),
+    st.sampled_from(
+        ["password", "PASSWORD=", "token: ", "Bearer ", "-----BEGIN ", "api_key", "kind: Secret",
+         "data:", "=", ":", '"', "'", "\\n", "\\\\", "\n", " ", "\t", "İ", "ſ", "K", "Σ",
+         "sk-", "ghp_", "eyJ", "://", "@", "AKIA", "xox", "-p", "--token ", "$2b$"]
+    ),
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=12),
+    st.text(alphabet="abcdefABCDEF0123456789_-+/=.", min_size=8, max_size=48),
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_PIECES, max_size=24))
+def test_generated_text_gives_the_same_spans_both_ways(pieces):
+    _same("".join(pieces))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_PIECES, max_size=16))
+def test_keywords_found_in_one_pass_are_the_keywords_in_the_text(pieces):
+    low = "".join(pieces).lower()
+    assert scrub._keywords().present(low) == {k for k in KEYWORDS if k in low}
+
+
+def test_anchored_scanning_yields_what_finditer_yields_for_every_rule():
+    rng = random.Random(5)
+    texts = [t for _, t, _ in SAMPLES] + ["\n".join(rng.sample(BENIGN, 40)) for _ in range(3)]
+    anchored = 0
+    for pattern in ALL_PATTERNS:
+        anchor = scan.anchor(pattern)
+        anchored += anchor is not None
+        for text in texts:
+            low = text.lower() if text.isascii() else None
+            want = [(m.span(), m.groups()) for m in pattern.finditer(text)]
+            got = [(m.span(), m.groups()) for m in scan.finditer(pattern, text, anchor, low)]
+            assert got == want, (pattern.pattern, text[:120])
+    assert anchored >= 200  # most rules have a literal to anchor on
+
+
+def test_an_anchor_is_the_literal_every_match_holds_within_its_lead():
+    a = scan.anchor(re.compile(r"(?i)[\w.-]{0,50}?(?:administrator_login_password|password)x"))
+    assert a is not None and a.lead == 50 and "password" in a.literals
+    assert scan.anchor(re.compile(r"\w+password")) is None  # unbounded lead: no anchor
+    assert scan.anchor(re.compile(r"ab|cd")) is None  # literals too short to help
+    rx = re.compile(r"\b(?:token|secret)[:=]\s*(\w+)")
+    text = "x token=abc secrettoken:q tokenizer secret= v"
+    assert [m.span() for m in scan.finditer(rx, text, scan.anchor(rx), text)] == [
+        m.span() for m in rx.finditer(text)
+    ]
