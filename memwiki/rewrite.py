@@ -11,7 +11,7 @@ from pathlib import Path
 
 from . import markdown
 from . import recallfile as rfmod
-from .errors import InvalidInput, StorageError
+from .errors import InvalidInput, StorageError, check_type
 from .recallfile import RecallFile
 
 
@@ -62,11 +62,9 @@ def _check_types(rf: RecallFile) -> None:
     and body=5 as the text "5"; commit_results' payloads were checked, RecallFiles were not.
     """
     where = f"{rf.track}/{rf.name}"
-    if not isinstance(rf.body, str):
-        raise InvalidInput(f"{where}: body must be a string, not {type(rf.body).__name__}")
+    check_type(f"{where}: body", rf.body, (str,), "a string")
     for key in ("tags", "sources"):
         value = getattr(rf, key)
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise InvalidInput(f"{where}: {key} must be a list of strings")
-    if not isinstance(rf.extra, dict):
-        raise InvalidInput(f"{where}: extra must be a dict, not {type(rf.extra).__name__}")
+    check_type(f"{where}: extra", rf.extra, (dict,), "a dict")

@@ -417,12 +417,11 @@ def _reap_children() -> None:
     process started and that have finished: a long-lived caller collects no zombies."""
     import sys
 
-    from .index import deferred
-
-    deferred.reap()
-    background = sys.modules.get("memwiki.index.background")
-    if background is not None:  # not imported: nothing started (nor subprocess imported)
-        background.reap()
+    # A module not imported yet started nothing: a cold retrieve imports neither for this.
+    for name in ("memwiki.index.deferred", "memwiki.index.background"):
+        module = sys.modules.get(name)
+        if module is not None:
+            module.reap()
 
 
 def _require_wiki(root: Path) -> None:
