@@ -315,7 +315,9 @@ def read_jsonl_tail(
                 count += 1
                 offset += len(raw)
     except OSError:
-        return [], start, offset
+        # Nothing read, the cursor stays at start; no offset, since one counted part of the
+        # way through would not be start's (the next read counts the lines again).
+        return [], start, None
     if count < start:
         return read_jsonl_tail(path, 0)
     return lines, count, offset
