@@ -191,15 +191,7 @@ def find(
     found: list[tuple[int, int, str]] = []
     ascii_low = low if present is not None and low is not None and text.isascii() else None
     for rule in all_rules:
-        if present is None:
-            if rule.keywords and not any(k in low for k in rule.keywords):  # type: ignore[operator]
-                continue
-            matches = rule.pattern.finditer(text)
-        else:
-            if rule.keywords and present.isdisjoint(rule.keywords):
-                continue
-            matches = scan.finditer(rule.pattern, text, scan.cached_anchor(rule.pattern), ascii_low)
-        for m in matches:
+        for m in scan.keyed(rule.pattern, rule.keywords, text, low, present, ascii_low):
             group = rule.group or next(
                 (i for i in range(1, (m.re.groups or 0) + 1) if m.group(i)), 0
             )

@@ -179,3 +179,27 @@ def finditer(
 
 
 cached_anchor = cache(anchor)
+
+
+def keyed(
+    pattern: re.Pattern[str],
+    keys: Iterable[str],
+    text: str,
+    low: str | None,
+    present: set[str] | None,
+    ascii_low: str | None = None,
+) -> Iterator[re.Match[str]]:
+    """pattern's matches in text, or none when it has keywords and none is in text.
+
+    present: the keywords in text (Keywords.present), for the fast path, which tries the
+    regex only near its anchors; without it, each keyword is looked up in low (text
+    lower-cased) and the regex runs over all of text: the reference path the fast one is
+    tested against. ascii_low: low when text is ASCII, for a faster anchor search.
+    """
+    if present is None:
+        if keys and not any(k in low for k in keys):  # type: ignore[operator]
+            return iter(())
+        return pattern.finditer(text)
+    if keys and present.isdisjoint(keys):
+        return iter(())
+    return finditer(pattern, text, cached_anchor(pattern), ascii_low)

@@ -144,15 +144,8 @@ def _layers(text: str, fast: bool = True) -> list[tuple[int, int, str]]:
             present = keywords.present(low) if keywords else None
         ascii_low = low if chunk.isascii() else None
         spans: list[tuple[int, int, str]] = []
-        for kind, pattern, group, keys in _COMPILED:
-            if present is None:
-                if not any(k in low for k in keys):
-                    continue
-                matches = pattern.finditer(chunk)
-            elif present.isdisjoint(keys):
-                continue
-            else:
-                matches = scan.finditer(pattern, chunk, scan.cached_anchor(pattern), ascii_low)
+        for kind, pattern, group, keys in _COMPILED:  # every one has keywords
+            matches = scan.keyed(pattern, keys, chunk, low, present, ascii_low)
             spans.extend((m.start(group), m.end(group), kind) for m in matches)
         spans.extend(scrub_rules.find(chunk, low, present))
         spans.extend(gitleaks.find(chunk, low, present))

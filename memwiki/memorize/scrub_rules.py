@@ -234,15 +234,7 @@ def _named_not_secret(m: re.Match[str]) -> bool:
 def _run(rules: list[_Rule], text: str, low: str, present: set[str] | None) -> Iterator[Span]:
     ascii_low = low if low and text.isascii() else None
     for pattern, kind, group, ok, keys in rules:
-        if present is None:
-            if keys and not any(k in low for k in keys):
-                continue
-            matches = pattern.finditer(text)
-        else:
-            if keys and present.isdisjoint(keys):
-                continue
-            matches = scan.finditer(pattern, text, scan.cached_anchor(pattern), ascii_low)
-        for m in matches:
+        for m in scan.keyed(pattern, keys, text, low, present, ascii_low):
             g = group or next((i for i in range(1, pattern.groups + 1) if m.group(i)), 0)
             value = m.group(g)
             if value and (ok is None or ok(value, m)):
