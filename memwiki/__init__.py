@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 # name -> (module, attribute): one place for where each public name lives.
 _EXPORTS = {
     "Wiki": ("memwiki.wiki", "Wiki"),
-    "CommitResult": ("memwiki.wiki", "CommitResult"),
+    "CommitResult": ("memwiki.wiki_commit", "CommitResult"),
     "RecallFile": ("memwiki.recallfile.model", "RecallFile"),
     "Problem": ("memwiki.recallfile.model", "Problem"),
     "Page": ("memwiki.catalog", "Page"),
@@ -72,7 +72,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
     from .git.history import LogEntry
     from .index.results import FileResult, RetrievalResult, Section
     from .recallfile.model import InvalidRecallFile, Problem, RecallFile
-    from .wiki import CommitResult, Wiki
+    from .wiki import Wiki
+    from .wiki_commit import CommitResult
 
 
 def __getattr__(name: str):

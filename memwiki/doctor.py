@@ -138,7 +138,7 @@ def _index(wiki, config):
     from .recallfile import printable  # one line, whatever a pulled folder is called
 
     skipped = [printable(f"{p}: {e.problem}") for p, e in state.files.items() if e.problem]
-    detail = f"{stale}; {len(state.files) - len(skipped)} files, {len(state.rows)} items"
+    detail = f"{stale}; {state.indexed_files()} files, {len(state.rows)} items"  # no plugin notes
     if skipped:
         detail += f"; {len(skipped)} not indexed ({skipped[0]}{' …' if len(skipped) > 1 else ''})"
     now = state.embedder or {}

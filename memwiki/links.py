@@ -18,6 +18,7 @@ import posixpath
 import re
 import unicodedata
 from dataclasses import dataclass
+from types import EllipsisType
 from typing import TYPE_CHECKING
 
 from . import markdown
@@ -100,14 +101,18 @@ def parse_target(inner: str) -> tuple[str, str | None, str | None]:
     return target, heading.strip() if hashed else None, label.strip() if bar else None
 
 
-def scan(text: str) -> list[tuple[int, str, str, bool]]:
+def scan(
+    text: str, parts: markdown.Frontmatter | None | EllipsisType = ...
+) -> list[tuple[int, str, str, bool]]:
     """Every wikilink outside code in a file's text: (line, raw, inner, embed).
 
     Frontmatter values count, as in Obsidian (a property `related: "[[people]]"` is a link
-    in its backlinks and graph); YAML comment lines do not.
+    in its backlinks and graph); YAML comment lines do not. parts: the text's
+    markdown.split_frontmatter when the caller has it (the link cache splits each note once).
     """
-    parts = markdown.split_frontmatter(text)
-    body, first = (parts.body, parts.body_line) if parts else markdown.body_of(text)
+    if isinstance(parts, EllipsisType):
+        parts = markdown.split_frontmatter(text)
+    body, first = (parts.body, parts.body_line) if parts else (markdown.strip_bom(text)[1], 1)
     found = []
     if parts is not None and "[[" in parts.text:
         for n, line in enumerate(parts.text.splitlines(), 2):
@@ -121,10 +126,9 @@ def scan(text: str) -> list[tuple[int, str, str, bool]]:
     return found
 
 
-def _aliases(text: str) -> list[str]:
+def _aliases(parts: markdown.Frontmatter | None) -> list[str]:
     from .recallfile import InvalidRecallFile, load_frontmatter
 
-    parts = markdown.split_frontmatter(text)
     if parts is None or "aliases" not in parts.text:
         return []
     try:
@@ -202,7 +206,7 @@ class LinkCache:
             found: Scanned = ((), [], False, kind)
         else:
             parse_again = b"conflict_of" in data[:HEAD_BYTES] or _MARKERS.search(data) is not None
-            found = (tuple(_aliases(text)), scan(text), parse_again, None)
+            found = (tuple(_aliases(parts)), scan(text, parts), parse_again, None)
         self.entries[rel] = (*stat, found)
         self.dirty = True
         return found

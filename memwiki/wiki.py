@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import recallfile as rfmod
 from .catalog import Page, list_page
 from .errors import InvalidInput, NotFound, StateError, StorageError, check_type, library_call
-from .fsutil import atomic_write_text, markdown_files, safe_join
+from .fsutil import atomic_write_text
 from .index.listing import ListingCache
 from .layout import MISSING_MARKS, SIDECAR, is_wiki
 from .lock import FileLock
-from .recallfile import Problem, RecallFile, check_slug
+from .recallfile import Problem, RecallFile
 
 if TYPE_CHECKING:
     import pygit2
@@ -24,27 +23,9 @@ if TYPE_CHECKING:
     from .git.history import LogEntry
     from .index.embedders import Embedders
     from .index.search import RetrievalResult
+    from .wiki_commit import CommitResult  # imported by the first commit: not by a retrieve
 
 PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
-
-
-@dataclass
-class CommitResult:
-    """What a commit wrote."""
-
-    commit: str | None
-    created: list[str]
-    updated: list[str]
-    deleted: list[str]
-
-    def to_dict(self) -> dict:
-        """JSON form."""
-        return {
-            "commit": self.commit,
-            "created": self.created,
-            "updated": self.updated,
-            "deleted": self.deleted,
-        }
 
 
 class Wiki:
@@ -151,43 +132,15 @@ class Wiki:
         retrieved, but `show`, `rm`, `links` and `log` could not find it, and `add` or `put`
         of its name created a second note at the top of the track.
         """
-        check_slug(track, "track")
-        check_slug(name)
-        path = safe_join(self.root, track, f"{name}.md")
-        top = self.root / track
-        try:
-            # A folder's link count is 2 plus its subfolders (ext4, xfs, tmpfs; btrfs says
-            # 1): with none, a new note's name costs one stat, not a walk of the track
-            # (26 ms at 10,000 files, for every file of a `put`).
-            if path.is_file() or os.stat(top).st_nlink == 2:
-                return path
-            subfolders = [e.path for e in os.scandir(top) if _is_subfolder(e)]
-        except (NotADirectoryError, FileNotFoundError):
-            return path
-        wanted = f"{name}.md"
-        for folder in sorted(subfolders):
-            for found in markdown_files(Path(folder), self.root):
-                if found.name == wanted:
-                    return found
-        return path
+        from .wiki_files import note_path
+
+        return note_path(self.root, track, name)
 
     def iter_paths(self, track: str | None = None) -> Iterator[tuple[str, Path]]:
         """Every markdown file in a track folder, as (track, path), sorted; dot-folders skipped."""
-        if track is not None and (
-            not track or track.startswith(".") or "/" in track or "\\" in track
-        ):
-            raise InvalidInput(f"invalid track {track!r}: a top-level folder name of the wiki")
-        tops = [track] if track else sorted(p.name for p in self.root.iterdir() if p.is_dir())
-        for top in tops:
-            if top.startswith(".") or not (self.root / top).is_dir():
-                continue
-            if (self.root / top).is_symlink():
-                # A symlinked track is never read, as the index walk never follows a
-                # folder link (index/walk.py): a link to another track would list its
-                # files twice, one leading outside the wiki would read outside it.
-                continue
-            for path in markdown_files(self.root / top, self.root):
-                yield top, path
+        from .wiki_files import track_files
+
+        return track_files(self.root, track)
 
     @library_call
     def get(self, track: str, name: str) -> RecallFile:
@@ -308,32 +261,19 @@ class Wiki:
             return self._commit_locked(message)
 
     def _refuse_unfinished_git(self) -> None:
-        """Before writing a file that is committed next: not while git is mid-merge or rebase,
-        nor while a git command holds the index (a person's `git commit` running its
-        pre-commit hooks, which stash and restore unstaged files: a file written then
-        could be overwritten by the restore)."""
-        from .git import repo as gitstore
-        from .git.gitlocks import wait_for_git
+        """Not while git is mid-merge or holds the index (wiki_commit.refuse_unfinished_git)."""
+        from .wiki_commit import refuse_unfinished_git
 
-        wait_for_git(self.repo)
-        gitstore.refuse_unfinished(self.repo)
+        refuse_unfinished_git(self.repo)
 
     def _rel(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
 
     def _commit_locked(self, message: str | None, paths: list[str] | None = None) -> CommitResult:
-        """Commit everything (paths None) or only the given paths: an agent's write must not
-        sweep a person's unfinished hand edits into its commit."""
-        from .git import repo as gitstore
+        """Commit everything (paths None) or only the given paths (wiki_commit.commit)."""
+        from .wiki_commit import commit
 
-        if paths is None:
-            oid, changes = gitstore.commit_all(self.repo, message)
-        else:
-            oid, changes = gitstore.commit_paths(self.repo, paths, message)
-        # A rename is its old path deleted and its new path created (the message names it).
-        created = sorted(changes.created + [new for _, new in changes.renamed])
-        deleted = sorted(changes.deleted + [old for old, _ in changes.renamed])
-        return CommitResult(oid, created, changes.updated, deleted)
+        return commit(self.repo, message, paths)
 
     @library_call
     def log(
@@ -435,8 +375,3 @@ def _require_wiki(root: Path) -> None:
             f"`memwiki init --force {root}`"
         )
     raise NotFound(f"no wiki at {root}: run `memwiki init {root}` or pass --wiki PATH")
-
-
-def _is_subfolder(entry: os.DirEntry) -> bool:
-    """A folder memwiki reads below a track (not a dot-folder, not a symlink)."""
-    return not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False)

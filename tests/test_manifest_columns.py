@@ -29,9 +29,10 @@ def make_rows(n_files: int, per_file: int) -> tuple[dict, list]:
     for f in range(n_files):
         rel = f"{'memory' if f % 3 else 'skill'}/n{f:03d}.md"
         problem = "line 1: bad" if f % 7 == 6 else None
-        meta = None if problem else (f"n{f:03d}", f"note {f}", ("a", "b")[: f % 3], None)
-        files[rel] = manifest.FileEntry(100 + f, 10**18 + f, f"{f:064x}", problem, meta)
-        if problem:
+        plugin = "an Excalidraw drawing" if f % 11 == 10 and not problem else None
+        meta = None if problem or plugin else (f"n{f:03d}", f"note {f}", ("a", "b")[: f % 3], None)
+        files[rel] = manifest.FileEntry(100 + f, 10**18 + f, f"{f:064x}", problem, meta, plugin)
+        if problem or plugin:  # a plugin's own note is read and has no items
             continue
         for k in range(per_file):
             sha = f"{(f * 1000 + k) * 7919:064x}"
@@ -58,7 +59,9 @@ def test_base_round_trip_decodes_every_row_and_entry(tmp_path):
     back = columns.Base.open(tmp_path / "b.bin")
     assert [back.row(s) for s in range(back.n_rows)] == rows
     assert {rel: back.entry(i) for i, rel in enumerate(back.rels)} == files
-    assert back.ok_files == sum(1 for e in files.values() if e.problem is None)
+    # 40 files: 5 with a problem, 3 plugin notes
+    assert back.ok_files == sum(1 for e in files.values() if e.indexed) == 32
+    assert [back.indexed(i) for i in range(back.n_files)] == [files[r].indexed for r in back.rels]
     assert back.stats() == {rel: (e.size, e.mtime_ns) for rel, e in files.items()}
     for rel in files:
         assert back.file_slots(rel) == [s for s, r in enumerate(rows) if r.path == rel]
@@ -114,16 +117,17 @@ def test_lazy_views_equal_the_eager_lists(n_files, per_file, dead, extra, collid
 def test_file_view_counts_and_delta():
     files, rows = make_rows(20, 2)
     base = columns.Base.build(files, rows)
-    gone = {"memory/n001.md"}
+    gone = {"memory/n001.md", "memory/n010.md"}  # n010: a plugin's note, never counted
     delta = {
         "memory/n002.md": manifest.FileEntry(1, 2, "0" * 64, "line 1: now broken", None),
+        "memory/n004.md": manifest.FileEntry(1, 2, "2" * 64, None, None, "a Kanban board"),
         "memory/new.md": manifest.FileEntry(3, 4, "1" * 64, None, ("new", "d", (), None)),
     }
     state = manifest.State(files_delta=delta, files_gone=gone, base="x", base_data=base)
     eager = {k: v for k, v in files.items() if k not in gone} | delta
     assert dict(state.files) == eager and len(state.files) == len(eager)
     assert "memory/n001.md" not in state.files and "memory/new.md" in state.files
-    assert state.indexed_files() == sum(1 for e in eager.values() if e.problem is None)
+    assert state.indexed_files() == sum(1 for e in eager.values() if e.indexed) == 15
     assert state.files.stats() == {k: (e.size, e.mtime_ns) for k, e in eager.items()}
 
 

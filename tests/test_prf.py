@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from test_index import apply_ops
 
 from memwiki.config import load
-from memwiki.index import bm25, feedback, search
+from memwiki.index import bm25, feedback, fusion, search
 from memwiki.index.indexer import Index
 from memwiki.wiki import Wiki
 
@@ -195,7 +195,7 @@ def feedback_answers(root: Path, queries) -> dict:
         out = {}
         for q in queries:
             hits = [(rows.find(h), s) for h, s in bm25.search(snap.bm25_dir, q, 100)]
-            fused = search.score_fusion(hits, [])
+            fused = fusion.score_fusion(hits, [])
             best = feedback.top_item(rows, fused)
             terms = feedback.expansion_terms(
                 reader, feedback.item_terms(snap, rows[best]), bm25.query_terms(q)

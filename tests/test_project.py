@@ -12,7 +12,7 @@ from hypothesis import strategies as hst
 
 from memwiki import project as pj
 from memwiki import project_file
-from memwiki.index.search import OTHER_PROJECT_FACTOR, scope_to_project
+from memwiki.index.fusion import OTHER_PROJECT_FACTOR, scope_to_project
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -9,6 +9,7 @@ each column lies), and a row or file entry is built only when it is asked for:
 - files, sorted by path: path, size and mtime_ns (compared whole by the freshness scan),
   sha256, and a marshalled (problem, meta) record; plus the physical slots of each
   file's rows, so a writer finds an edited file's rows without a pass over all of them;
+  the few files that are an Obsidian plugin's own note are named in the header;
 - rows, by physical slot: the index of the row's group (the per-file fields every row of
   a file shares: path, track, name, description, tags, projects), its heading, line
   range and text sha256;
@@ -98,7 +99,10 @@ class Base:
         self.frec = Records()  # (problem, meta) per file
         self.fslot_off = array("Q", [0])  # file i's slots: fslots[fslot_off[i]:fslot_off[i+1]]
         self.fslots = array("Q")
-        self.ok_files = 0  # files without a problem
+        self.ok_files = 0  # files indexed (FileEntry.indexed)
+        # file index -> FileEntry.plugin. In the header, not in frec: a memwiki that predates
+        # it reads the base as before (it unpacks two fields per record).
+        self.plugins: dict[int, str] = {}
         self.groups = Records()  # (path, track, name, description, tags, projects)
         self.rgroup = array("Q")
         self.rstart = array("q")
@@ -128,7 +132,7 @@ class Base:
                 offset += len(data) + pad
         header = pickle.dumps(
             {"rels": self.rels, "ok_files": self.ok_files, "sections": sections,
-             "byteorder": sys.byteorder},
+             "byteorder": sys.byteorder, "plugins": self.plugins},
             protocol=pickle.HIGHEST_PROTOCOL,
         )  # fmt: skip
         start = len(MAGIC) + 8 + len(header)
@@ -161,6 +165,7 @@ class Base:
             raise ValueError("written on a machine of another byte order")
         base = cls()
         base.rels, base.ok_files = header["rels"], header["ok_files"]
+        base.plugins = header.get("plugins", {})
         columns = {}
         for name, (offset, length, code) in header["sections"].items():
             if start + offset + length > size:
@@ -207,7 +212,8 @@ class Base:
         base.mtime = array("q", [e.mtime_ns for e in entries])
         base.fsha = b"".join(_sha_bytes(e.sha256) for e in entries)
         base.frec = Records.of((e.problem, e.meta) for e in entries)
-        base.ok_files = sum(1 for e in entries if e.problem is None)
+        base.ok_files = sum(1 for e in entries if e.indexed)
+        base.plugins = {i: e.plugin for i, e in enumerate(entries) if e.plugin is not None}
         group_of: dict[tuple, int] = {}
         slots_of: dict[str, list[int]] = {}
         rgroup = []
@@ -250,13 +256,14 @@ class Base:
 
             problem, meta = self.frec[i]
             sha = self.fsha[32 * i : 32 * i + 32].hex()
-            cached = FileEntry(self.size[i], self.mtime[i], sha, problem, meta)
+            plugin = self.plugins.get(i)
+            cached = FileEntry(self.size[i], self.mtime[i], sha, problem, meta, plugin)
             self._entry_cache[i] = cached
         return cached
 
-    def problem(self, i: int) -> str | None:
-        """The problem recorded for file i (None: indexed)."""
-        return self.frec[i][0]
+    def indexed(self, i: int) -> bool:
+        """True when file i is indexed (FileEntry.indexed), without building its entry."""
+        return i not in self.plugins and self.frec[i][0] is None
 
     def stats(self) -> dict[str, tuple[int, int]]:
         """path -> (size, mtime_ns) of every file: what the freshness scan compares whole."""

@@ -2,8 +2,9 @@
 
 The indexer stores each file's (name, description, tags, updated) in its manifest entry;
 a file whose size and mtime still match that entry, and that was not written within the
-racy window before the manifest, lists from it. Every other file is parsed as before, so
-a stale or missing index only costs speed, never correctness.
+racy window before the manifest, lists from it; an Obsidian plugin's own note the index
+read (a drawing, a board) is left out the same way, unread. Every other file is parsed as
+before, so a stale or missing index only costs speed, never correctness.
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ class ListingCache:
             files = {
                 rel: e
                 for rel, e in state.files.items()
-                if e.meta is not None and e.problem is None and e.mtime_ns < racy
+                if (e.meta is not None or e.plugin is not None)
+                and e.problem is None
+                and e.mtime_ns < racy
             }
         self._key, self._files = key, files
         return files
@@ -67,8 +70,8 @@ class ListingCache:
         """Check the manifest on every call again (a long-lived Wiki sees later updates)."""
         self._pinned = False
 
-    def meta(self, rel: str, path: Path) -> Meta | None:
-        """The listing metadata of one file when the manifest still describes it."""
+    def entry(self, rel: str, path: Path) -> manifest.FileEntry | None:
+        """The manifest's entry of one file when it still describes the file on disk."""
         entry = self.files().get(rel)
         if entry is None:
             return None
@@ -77,11 +80,20 @@ class ListingCache:
         except OSError:
             return None
         same = (info.st_size, info.st_mtime_ns) == (entry.size, entry.mtime_ns)
-        return entry.meta if same else None
+        return entry if same else None
+
+    def meta(self, rel: str, path: Path) -> Meta | None:
+        """The listing metadata of one file when the manifest still describes it."""
+        entry = self.entry(rel, path)
+        return entry.meta if entry is not None else None
 
     def describe(self, track: str, rel: str, path: Path) -> tuple[Fields | None, list[Problem]]:
-        """(name, description, tags, updated) of a RecallFile, or None and its problems."""
-        meta = self.meta(rel, path)
+        """(name, description, tags, updated) of a RecallFile, or None and its problems
+        (none for a plugin's own note: left out in silence, as try_read leaves it)."""
+        entry = self.entry(rel, path)
+        if entry is not None and entry.plugin is not None:
+            return None, []
+        meta = entry.meta if entry is not None else None
         if meta is not None:
             return (meta[0], meta[1], list(meta[2]), meta[3]), []
         rf, problems = rfmod.try_read(path, track, rel)

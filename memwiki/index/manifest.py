@@ -19,7 +19,7 @@ import os
 import pickle
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -70,6 +70,14 @@ class FileEntry:
     # (name, description, tags, updated) as `memwiki list` shows them: listing with a
     # fresh index reads no file whose stat matches (Wiki.list_recall_files)
     meta: tuple[str, str, tuple[str, ...], str | None] | None = None
+    # What an Obsidian plugin's own note is (markdown.plugin_note): read and left out. Kept
+    # so that it is neither counted as indexed nor parsed again by every `list`.
+    plugin: str | None = None
+
+    @property
+    def indexed(self) -> bool:
+        """True for a RecallFile the index holds: read without a problem, no plugin's note."""
+        return self.problem is None and self.plugin is None
 
 
 _TRANSIENT = ("base_data", "upgraded", "_views")  # never pickled into state.pkl
@@ -312,7 +320,7 @@ def scan(
         if entry is not None and entry.sha256 == sha:
             size, mtime = stats[rel]
             if entry.size != size or entry.mtime_ns != mtime:
-                changes.touched[rel] = FileEntry(size, mtime, sha, entry.problem, entry.meta)
+                changes.touched[rel] = replace(entry, size=size, mtime_ns=mtime)
             continue
         changes.changed.append(rel)
         changes.hashes[rel] = sha
@@ -366,7 +374,7 @@ def scan_paths(root: Path, state: State, rels: list[str]) -> tuple[ScanChanges, 
             continue
         if entry is not None and entry.sha256 == sha:
             if (entry.size, entry.mtime_ns) != found:
-                changes.touched[rel] = FileEntry(*found, sha, entry.problem, entry.meta)
+                changes.touched[rel] = replace(entry, size=found[0], mtime_ns=found[1])
             continue
         changes.changed.append(rel)
         changes.hashes[rel] = sha

@@ -46,8 +46,8 @@ def read_file_items(
             )
             projects = file_projects(rf.extra, track, path.stem)
             entry.meta = (rf.name, rf.description, tuple(rf.tags), rf.updated)
-        except rfmod.PluginNote:
-            pass  # a drawing or a board: left out in silence, no items (docs/obsidian.md)
+        except rfmod.PluginNote as exc:
+            entry.plugin = exc.kind  # a drawing or a board: left out in silence (docs/obsidian.md)
         except rfmod.InvalidRecallFile as exc:
             problem = "; ".join(f"line {p.line}: {p.message}" for p in exc.problems)
     entry.problem = problem

@@ -205,12 +205,12 @@ class FileView(Mapping):
         return out
 
     def indexed(self) -> int:
-        """How many files are indexed (have no problem): the base's count plus the changes."""
+        """How many files are indexed (FileEntry.indexed): the base's count plus the changes."""
         if self.base is None:
-            return sum(1 for e in self.delta.values() if e.problem is None)
+            return sum(1 for e in self.delta.values() if e.indexed)
         count = self.base.ok_files
         for rel in self.gone | set(self.delta):
             i = self.base.file_index(rel)
-            if i is not None and self.base.problem(i) is None:
+            if i is not None and self.base.indexed(i):
                 count -= 1
-        return count + sum(1 for e in self.delta.values() if e.problem is None)
+        return count + sum(1 for e in self.delta.values() if e.indexed)

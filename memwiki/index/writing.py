@@ -43,7 +43,7 @@ class UpdateReport:
 def _chunk_many(index: Index, rels: list[str], hashes: dict, stats: dict, report: UpdateReport):
     items, files, projects, problems = read_many(index.root, rels, hashes, stats, index.notify)
     report.problems.update(problems)
-    report.indexed.extend(rel for rel in rels if rel not in problems)
+    report.indexed.extend(rel for rel in rels if files[rel].indexed)
     return items, files, projects
 
 
