@@ -310,7 +310,7 @@ def weight(q, p=SHIPPED, bm="") -> float:
 
 
 def fused_items(q, p=SHIPPED, bm="", shape=(1.0, 1.0)) -> dict[int, float]:
-    """The shipped item fusion (search.score_fusion, adaptive weight); shape: powers of both parts."""
+    """The shipped item fusion (index/fusion.score_fusion, adaptive weight); shape: powers of both parts."""
     import numpy as np
 
     cos = lab.vec_scores(q)
