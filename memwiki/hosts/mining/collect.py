@@ -51,10 +51,17 @@ def read_slice(
     items: list[dict[str, Any]] = []
     ctx: dict[str, Any] = {}
     parsed = []  # each record parsed once: the working directory is looked up in them too
-    for raw in result.records:
+    not_json_line = None
+    for number, raw in enumerate(result.records):
         record = parse_record(raw)
         if record is not None:
             parsed.append(record)
+        else:
+            # A complete line that is not a JSON object (a log cut short by a crash, a disk
+            # error) never becomes one: it is passed over for good, so it is reported.
+            counts["not_json"] = counts.get("not_json", 0) + 1
+            if not_json_line is None and result.lines:
+                not_json_line = result.lines[number]
         if record is None or not source.recognizes(record):
             counts["drop"] += 1
             counts["unrecognized"] += 1
@@ -75,6 +82,7 @@ def read_slice(
         session=session,
         cwd=slice_cwd(parsed, ref.path) if session is not None else None,
         problems=list(result.undecodable),
+        not_json_line=not_json_line,
     )
 
 
@@ -149,6 +157,14 @@ def collect_new_sessions(
             continue
         out.append(sl)
         taken += sl.memorizable
+    bad = [sl for sl in out if sl.counts.get("not_json")]
+    if bad:
+        lines = sum(sl.counts["not_json"] for sl in bad)
+        line = bad[0].not_json_line
+        warnings.append(
+            f"warning: {host}: skipped {lines} line(s) that are not JSON objects in {len(bad)} "
+            f"session(s) (first: {bad[0].source_path}{f', line {line}' if line else ''})"
+        )
     return out
 
 
