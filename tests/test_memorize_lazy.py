@@ -13,7 +13,8 @@ FIX = Path(__file__).parent / "fixtures" / "hosts" / "claude-code"
 
 def test_a_bridge_prepare_that_finds_nothing_new_loads_no_run_machinery(tmp_path, isolated_env):
     # The hourly `bridge prepare` usually finds nothing new, yet it imported the whole
-    # memorize package (merges, validation, the scrubber, pygit2): 60 ms of a 280 ms run.
+    # memorize package (merges, validation, the scrubber, pygit2): 60 ms of a 280 ms run;
+    # and every host's reader, for the one host it reads (15 ms more).
     shutil.copytree(FIX, isolated_env / ".claude")
     wiki = tmp_path / "wiki"
     env = {**os.environ, "MEMWIKI_EMBED": "none"}
@@ -34,13 +35,19 @@ def test_a_bridge_prepare_that_finds_nothing_new_loads_no_run_machinery(tmp_path
         "         'memwiki.memorize.scrub', 'memwiki.memorize.validate', 'memwiki.git.merge')\n"
         "assert all(name in loaded for name in heavy), 'the first prepare did use them'\n"
         "print('LOADED', sorted(name for name in heavy if name in sys.modules))\n"
+        "hosts = [m for m in sys.modules if m.startswith('memwiki.hosts.mining.')]\n"
+        "print('HOSTS', sorted(m.rsplit('.', 1)[1] for m in hosts))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
     )
     assert done.returncode == 0, done.stderr
     assert "claude-code: nothing new to memorize" in done.stdout
-    assert done.stdout.splitlines()[-1] == "LOADED []"
+    assert done.stdout.splitlines()[-2] == "LOADED []"
+    # Only the host read is imported (not the others, nor sqlite3 through them).
+    assert done.stdout.splitlines()[-1] == (
+        "HOSTS ['base', 'bridge', 'claude_code', 'collect', 'cursors', 'records', 'workdirs']"
+    )
 
 
 def test_the_public_names_are_the_functions_whatever_was_imported_first():
