@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pygit2
 
-from ..fsutil import atomic_write_text
+from ..fsutil import atomic_write_bytes
 from . import runstate
 
 if TYPE_CHECKING:
@@ -151,6 +151,7 @@ def memorized_sessions(wiki: Wiki) -> dict[str, str]:
     # not git-ignored, and a folder made here first would show up in the wiki as untracked.
     if (head, keep) != (cached.get("head"), cached.get("runs")) and path.parent.is_dir():
         record = {"format": CACHE_FORMAT, "head": head, "history": history, "runs": keep}
-        with contextlib.suppress(OSError):  # a cache: the next read is whole again
-            atomic_write_text(path, json.dumps(record, ensure_ascii=False) + "\n")
+        data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        with contextlib.suppress(OSError):  # a cache: lost, the next read is whole again
+            atomic_write_bytes(path, data, sync_dir=False)
     return found
