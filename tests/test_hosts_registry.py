@@ -8,7 +8,7 @@ import pytest
 
 from memwiki.config import load
 from memwiki.hosts.mining.base import HOSTS, REGISTRY, Host, TranscriptSource, host_api
-from memwiki.hosts.mining.collect import SELF_SESSION_VARS
+from memwiki.hosts.mining.collect import self_session_vars
 
 
 @pytest.mark.parametrize("host", HOSTS)
@@ -28,8 +28,9 @@ def test_every_host_module_is_a_host(host, tmp_path):
 
 
 def test_self_session_variables_come_from_the_registry():
+    variables = self_session_vars()
     assert {
         h: host_api(h).SELF_SESSION_VAR for h in REGISTRY if host_api(h).SELF_SESSION_VAR
-    } == SELF_SESSION_VARS
-    assert SELF_SESSION_VARS["claude-code"] == "CLAUDE_CODE_SESSION_ID"
-    assert "openclaw" not in SELF_SESSION_VARS  # its wrapper names the run's session
+    } == variables
+    assert variables["claude-code"] == "CLAUDE_CODE_SESSION_ID"
+    assert "openclaw" not in variables  # its wrapper names the run's session

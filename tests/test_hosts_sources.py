@@ -142,7 +142,9 @@ def test_claude_code_slice_items(tmp_path):
     texts = [it["content"] for it in items if it["type"] == "message"]
     assert not any("secret plan" in t or "look at the view" in t for t in texts)
     assert not any("memwiki" in t or "Caveat" in t for t in texts)
-    assert sl.counts == {"message": 3, "tool": 3, "drop": 16, "unrecognized": 2}
+    # line 15 is not JSON and line 16 a JSON array: both counted apart as not_json
+    assert sl.counts == {"message": 3, "tool": 3, "drop": 16, "unrecognized": 2, "not_json": 2}
+    assert sl.not_json_line == 15
     assert sl.cursor["pos"] == 22
 
 
@@ -300,7 +302,8 @@ def test_generic_counts_unrecognized(tmp_path):
     refs = {r.key: r for r in src.list_sessions()}
     sl = read_slice(src, refs["mixed"], None)
     check_session(sl.session)
-    assert sl.counts == {"message": 5, "tool": 5, "drop": 5, "unrecognized": 3}
+    assert sl.counts == {"message": 5, "tool": 5, "drop": 5, "unrecognized": 3, "not_json": 1}
+    assert sl.not_json_line == 15
     empty = read_slice(src, refs["unknown-only"], None)
     assert empty.session is None and empty.counts["unrecognized"] == 2
     report = generic.sniff(FIX / "generic")

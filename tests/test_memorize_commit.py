@@ -376,3 +376,38 @@ def test_a_new_note_named_as_a_windows_device_is_refused(tmp_path):
     with pytest.raises(RunInvalid, match="memory/con.md:1: name 'con' is a device name Windows"):
         memorize.commit(wiki, "one")
     assert not (wiki.root / "memory/con.md").exists()
+
+
+def test_each_changed_note_is_scanned_for_secrets_once(tmp_path, monkeypatch):
+    # The scan before staging (workspace_secrets) and check() after it both scanned every
+    # note the executor left in the work tree: 100 scans for 50 notes, most of a commit's
+    # validation time. A note the executor committed itself is only seen by check().
+    from memwiki.memorize import validate
+
+    wiki = make_wiki(tmp_path)
+    run = memorize.prepare(wiki, [payload(tmp_path, "1.json", ["one"])], run_id="one")
+    ws = Path(run.workspace)
+    key = "AKIAZ7QW3ERT5YUI9OPL"
+    write(ws, "memory/committed.md", recall("committed", f"CI uses {key}.\n"))
+    git(ws, "add", "-A")
+    git(ws, "-c", "user.name=x", "-c", "user.email=x@y", "commit", "-qm", "executor commit")
+    write(ws, "memory/a.md", recall("a", "Alpha.\n"))
+    write(ws, "memory/b.md", recall("b", "Beta.\n"))
+    scanned: list[str] = []
+    real = validate.find_spans
+    monkeypatch.setattr(
+        validate, "find_spans", lambda text, *a, **k: scanned.append(text) or real(text, *a, **k)
+    )
+    with pytest.raises(RunInvalid, match=r"memory/committed.md:5: looks like a secret"):
+        memorize.commit(wiki, "one")
+    assert sorted(t.split("\n")[1] for t in scanned) == [
+        "name: a", "name: b", "name: committed",
+    ]  # fmt: skip
+    write(ws, "memory/committed.md", recall("committed", "CI uses [REDACTED:aws-access-key].\n"))
+    scanned.clear()
+    assert memorize.commit(wiki, "one").created == [
+        "memory/a.md",
+        "memory/b.md",
+        "memory/committed.md",
+    ]
+    assert len(scanned) == 3

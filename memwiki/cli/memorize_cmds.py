@@ -27,7 +27,7 @@ def prepare(
 ) -> None:
     """Validate sessions, scrub secrets, open a run and write its jobs for an executor."""
     from .. import memorize
-    from ..memorize.prepare import COMMIT_COMMAND
+    from ..memorize.prepare_run import COMMIT_COMMAND
 
     project, root = _session_project(project, root)
 

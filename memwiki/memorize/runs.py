@@ -1,7 +1,8 @@
 """Runs as a whole: their status, and discarding them (prepare and commit have modules of their own).
 
-The public lifecycle is `memwiki.memorize.prepare/commit/discard/status`; see
-docs/memorize.md for the run layout, the states and recovery.
+The public lifecycle is `memwiki.memorize.prepare/commit/discard/status` (defined in
+prepare_run, commit_run and here); see docs/memorize.md for the run layout, the states
+and recovery.
 """
 
 from __future__ import annotations

@@ -78,6 +78,8 @@ class SessionSlice:
     session: dict[str, Any] | None  # schema 1.0 session, or None when no message is new
     cwd: str | None = None  # the session's working directory, when the host records it
     problems: list[str] = field(default_factory=list)  # records that could not be decoded
+    # The file line of the first record that is not a JSON object (counts["not_json"]).
+    not_json_line: int | None = None
 
     @property
     def memorizable(self) -> bool:
@@ -108,6 +110,8 @@ class ReadResult:
     # Records that could not be decoded (e.g. a compressed event that does not unpack): the
     # cursor stops before the first one, so they are offered again, never silently passed.
     undecodable: list[str] = field(default_factory=list)
+    # The 1-based line of each record in its file (JSONL sources), to say where a bad one is.
+    lines: list[int] | None = None
 
 
 class TranscriptSource(ABC):
@@ -364,4 +368,5 @@ class JsonlSource(TranscriptSource):
         }
         if offset is not None:
             cursor["off"] = offset  # bytes of the `pos` lines: the next read starts there
-        return ReadResult(records=[ln for ln in lines if ln.strip()], cursor=cursor)
+        kept = [(n, ln) for n, ln in enumerate(lines, start=start + 1) if ln.strip()]
+        return ReadResult(records=[ln for _, ln in kept], cursor=cursor, lines=[n for n, _ in kept])

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sqlite3
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ...config import Config
 from ...errors import StorageError
-from . import openclaw
 from .base import (
     HOSTS,
     SCHEMA_VERSION,
@@ -24,18 +23,23 @@ from .records import Verdict, parse_record
 from .workdirs import slice_cwd
 
 # What reading a host's store may raise: reported per stream, never an internal error.
-READ_ERRORS = (
-    sqlite3.Error,
-    StorageError,
-    OSError,
-    ValueError,
-    UnicodeDecodeError,
-    KeyError,
-    TypeError,
-)
+READ_ERRORS = (StorageError, OSError, ValueError, UnicodeDecodeError, KeyError, TypeError)
 
-# Host variables naming the session a scheduled run is in (hosts.md §9), from the registry.
-SELF_SESSION_VARS = {h: var for h in HOSTS if (var := host_api(h).SELF_SESSION_VAR) is not None}
+
+def read_errors() -> tuple[type[Exception], ...]:
+    """READ_ERRORS and, once a database reader has imported sqlite3, sqlite3.Error.
+
+    Evaluated in the except clause, when something was raised: only the host being read is
+    imported, so a JSONL host's `bridge prepare` imports neither sqlite3 nor the other hosts
+    (~15 ms of a cold run that finds nothing new).
+    """
+    sqlite3 = sys.modules.get("sqlite3")
+    return READ_ERRORS if sqlite3 is None else (*READ_ERRORS, sqlite3.Error)
+
+
+def self_session_vars() -> dict[str, str]:
+    """Host -> the variable naming the session a scheduled run is in (hosts.md §9)."""
+    return {h: var for h in HOSTS if (var := host_api(h).SELF_SESSION_VAR) is not None}
 
 
 def read_slice(
@@ -51,10 +55,17 @@ def read_slice(
     items: list[dict[str, Any]] = []
     ctx: dict[str, Any] = {}
     parsed = []  # each record parsed once: the working directory is looked up in them too
-    for raw in result.records:
+    not_json_line = None
+    for number, raw in enumerate(result.records):
         record = parse_record(raw)
         if record is not None:
             parsed.append(record)
+        else:
+            # A complete line that is not a JSON object (a log cut short by a crash, a disk
+            # error) never becomes one: it is passed over for good, so it is reported.
+            counts["not_json"] = counts.get("not_json", 0) + 1
+            if not_json_line is None and result.lines:
+                not_json_line = result.lines[number]
         if record is None or not source.recognizes(record):
             counts["drop"] += 1
             counts["unrecognized"] += 1
@@ -75,6 +86,7 @@ def read_slice(
         session=session,
         cwd=slice_cwd(parsed, ref.path) if session is not None else None,
         problems=list(result.undecodable),
+        not_json_line=not_json_line,
     )
 
 
@@ -118,7 +130,7 @@ def collect_new_sessions(
     source.remember(streams)
     try:
         refs = source.list_sessions()
-    except READ_ERRORS as exc:
+    except read_errors() as exc:
         warnings.append(f"warning: cannot list {host} sessions: {type(exc).__name__}: {exc}")
         return []
     warnings.extend(f"warning: {host}: {problem}" for problem in source.problems)
@@ -135,7 +147,7 @@ def collect_new_sessions(
             continue
         try:
             sl = read_slice(source, ref, entry)
-        except READ_ERRORS as exc:
+        except read_errors() as exc:
             warnings.append(
                 f"warning: cannot read {host} session {ref.session_id}: {type(exc).__name__}: {exc}"
             )
@@ -149,6 +161,14 @@ def collect_new_sessions(
             continue
         out.append(sl)
         taken += sl.memorizable
+    bad = [sl for sl in out if sl.counts.get("not_json")]
+    if bad:
+        lines = sum(sl.counts["not_json"] for sl in bad)
+        line = bad[0].not_json_line
+        warnings.append(
+            f"warning: {host}: skipped {lines} line(s) that are not JSON objects in {len(bad)} "
+            f"session(s) (first: {bad[0].source_path}{f', line {line}' if line else ''})"
+        )
     return out
 
 
@@ -156,18 +176,22 @@ def self_session_ids(config: Config, host: str | None = None) -> set[str]:
     """The current host session ids when this is the scheduled bridging run; else empty."""
     if not config.bridging_run:
         return set()
-    hosts = [host] if host else [*SELF_SESSION_VARS, "openclaw"]
-    ids = {(config.host_env.get(SELF_SESSION_VARS.get(h, "")) or "").strip() for h in hosts}
+    hosts = [host] if host else [*self_session_vars(), "openclaw"]
+    ids = {(config.host_env.get(host_api(h).SELF_SESSION_VAR or "") or "").strip() for h in hosts}
     if "openclaw" in hosts:
+        from .openclaw import BRIDGE_SESSION_ID
+
         # The wrapper starts OpenClaw with this explicit session id: the invocation names it.
-        ids.add(openclaw.BRIDGE_SESSION_ID)
+        ids.add(BRIDGE_SESSION_ID)
     return {i for i in ids if i}
 
 
 def self_session_warning(config: Config, host: str) -> str | None:
     """A one-line warning when a scheduled run cannot tell which session is its own."""
-    var = SELF_SESSION_VARS.get(host)
-    if not config.bridging_run or var is None or config.host_env.get(var, "").strip():
+    if not config.bridging_run:
+        return None
+    var = host_api(host).SELF_SESSION_VAR
+    if var is None or config.host_env.get(var, "").strip():
         return None
     return (
         f"warning: scheduled {host} run but {var} is empty: "

@@ -271,36 +271,10 @@ def prepare_sessions(
     )
 
 
-def memorized_sessions(wiki: Wiki) -> dict[str, str]:
-    """Session id -> where it was memorized: a merge in the wiki's history or a run."""
-    import pygit2
-
-    found: dict[str, str] = {}
-    repo = wiki.repo
-    if not repo.head_is_unborn:
-        # Newest first: a session's merge commit is named, not the run commit below it.
-        for commit in repo.walk(repo.head.target, pygit2.enums.SortMode.TOPOLOGICAL):
-            for line in commit.message.splitlines():
-                if line.startswith(runstate.SESSIONS_TRAILER):
-                    for sid in line[len(runstate.SESSIONS_TRAILER) :].split(","):
-                        found.setdefault(sid.strip(), f"in commit {str(commit.id)[:7]}")
-    root = runstate.runs_root(wiki.sidecar)
-    for directory in sorted(root.iterdir()) if root.is_dir() else []:
-        try:
-            state = runstate.load_state(directory) if directory.is_dir() else None
-        except (runstate.DamagedRun, OSError):
-            continue
-        if state is not None and state.phase != PREPARING:
-            # A committed run that changed nothing leaves no trailer, only its record.
-            open_ = state.phase != runstate.COMMITTED
-            where = f"{'in the open run' if open_ else 'by run'} {state.run_id}"
-            for sid in state.source_ids:
-                found.setdefault(sid, where)
-    return found
-
-
 def _refuse_memorized(wiki: Wiki, sessions: Sequence[Session]) -> None:
     """A payload memorized before would be memorized twice: duplicate notes, repeated facts."""
+    from .memorized import memorized_sessions
+
     done = memorized_sessions(wiki)
     for session in sessions:
         where = done.get(session.source_id)

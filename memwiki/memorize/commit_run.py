@@ -148,11 +148,11 @@ def _commit_run_branch(
         ) from None
     # The resource job's described files go into project/<slug>.md first (resources.py).
     resources.merge_run(directory, workspace)
-    secrets = workspace_secrets(wrepo, base)
+    secrets, scanned = workspace_secrets(wrepo, base)
     if secrets:  # before staging: a refused secret is never written into .git/objects
         raise RunInvalid(state.run_id, secrets)
     changes = stage_changes(wrepo, base)
-    problems = check(wrepo, changes, base)
+    problems = check(wrepo, changes, base, scanned)
     if problems:
         unstage(wrepo)
         raise RunInvalid(state.run_id, problems)
