@@ -129,7 +129,7 @@ def test_hooks_install_on_an_existing_wiki(tmp_path, cli, git, tool_path) -> Non
     assert code == 0, err
     assert out == (
         f"wrote and committed {PRE_COMMIT_CONFIG}\n"
-        "pre-commit hooks installed: memwiki-lint, memwiki-reindex\n"
+        f"pre-commit hooks installed in {wiki.root}: memwiki-lint, memwiki-reindex\n"
     )
     assert git(wiki.root, "show", "--name-only", "--format=", "HEAD").split() == [PRE_COMMIT_CONFIG]
     assert git(wiki.root, "status", "--porcelain") == " M README.md\n"

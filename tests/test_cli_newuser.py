@@ -1,0 +1,67 @@
+"""Messages a new user met while following the README and docs/*.md literally.
+
+Each test pins a line that once left the user guessing: what to do next, or where a
+command acted.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from memwiki.wiki import Wiki
+
+REPO = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+CODEX_ROLLOUTS = REPO / "tests" / "fixtures" / "hosts" / "real" / "codex-0.171.0" / ".codex"
+
+
+def test_schedule_without_cron_says_what_to_do(cli, isolated_env, tmp_path, monkeypatch):
+    """Bug: on a machine without cron, `schedule --install` said only "the crontab command is
+    not installed" (exit 3), with no way forward; docs/hosts.md's Install step stopped there."""
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    code, out, err = cli("schedule", "--host", "codex", "--install")
+    assert code == 3 and out == ""
+    assert err.count("\n") == 1 and err.startswith(
+        "memwiki: error: the crontab command is not installed: install cron"
+    )
+    assert "`memwiki bridge prepare --host codex`" in err
+    assert "`memwiki bridge commit --host codex`" in err
+    # Nothing was written: the wrapper and prompt come only with a crontab to run them.
+    assert not (isolated_env / ".config" / "memwiki" / "bridge").exists()
+
+
+def test_hosts_detect_counts_one_session_in_the_singular(cli, isolated_env):
+    shutil.copytree(CODEX_ROLLOUTS, isolated_env / ".codex")
+    code, out, err = cli("hosts", "detect")
+    assert code == 0, err
+    codex = next(line for line in out.splitlines() if line.startswith("codex "))
+    assert f"(1 session in {isolated_env / '.codex'})" in codex, codex
+
+
+@pytest.mark.skipif(
+    not (VENV_BIN / "pre-commit").exists(), reason="pre-commit is not installed beside this Python"
+)
+def test_hooks_install_names_the_wiki_it_acted_on(cli, tmp_path, monkeypatch):
+    """Bug: `memwiki hooks install` run inside a second wiki installed the hooks into the
+    configured one (~/memwiki: commands never go by the current directory) and printed only
+    "pre-commit hooks installed", so nothing told the user it had gone elsewhere."""
+    monkeypatch.setenv("PATH", f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("PRE_COMMIT_HOME", str(tmp_path / "pre-commit-home"))
+    configured, _ = Wiki.init(tmp_path / "configured")
+    other, _ = Wiki.init(tmp_path / "other")
+    monkeypatch.setenv("MEMWIKI_DIR", str(configured.root))
+    monkeypatch.chdir(other.root)
+    code, out, err = cli("hooks", "install")
+    assert code == 0, err
+    assert (
+        out == f"pre-commit hooks installed in {configured.root}: memwiki-lint, memwiki-reindex\n"
+    )
+    assert (configured.root / ".git" / "hooks" / "pre-commit").exists()
+    assert not (other.root / ".git" / "hooks" / "pre-commit").exists()
