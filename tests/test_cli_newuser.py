@@ -7,7 +7,9 @@ command acted.
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -65,3 +67,28 @@ def test_hooks_install_names_the_wiki_it_acted_on(cli, tmp_path, monkeypatch):
     )
     assert (configured.root / ".git" / "hooks" / "pre-commit").exists()
     assert not (other.root / ".git" / "hooks" / "pre-commit").exists()
+
+
+def test_the_readme_quick_start_prints_what_the_readme_shows(isolated_env):
+    """The README's first commands, run as a new user types them (the install lines left
+    out: this environment is installed), end with the retrieve block the README shows."""
+    quick = (REPO / "README.md").read_text(encoding="utf-8").split("## Quick start", 1)[1]
+    script, shown = re.findall(r"```sh\n(.*?)```\n\n```\n(.*?)```", quick, re.S)[0]
+    typed = [ln for ln in script.splitlines() if not ln.startswith(("python3 -m venv", "pip "))]
+    assert typed[0].startswith("memwiki init ~/memwiki"), typed
+    env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    if env.get("PYTHONPATH"):  # this checkout, not the installed copy, from any directory
+        env["PYTHONPATH"] = os.pathsep.join(
+            os.path.abspath(p) for p in env["PYTHONPATH"].split(os.pathsep)
+        )
+    done = subprocess.run(
+        ["bash", "-e", "-c", "\n".join(typed)],
+        cwd=isolated_env,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith(shown), done.stdout
