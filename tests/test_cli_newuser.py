@@ -92,3 +92,26 @@ def test_the_readme_quick_start_prints_what_the_readme_shows(isolated_env):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.endswith(shown), done.stdout
+
+
+def test_schedule_warns_when_the_agent_is_not_on_path(cli, isolated_env, tmp_path, monkeypatch):
+    """Bug: `schedule --host claude-code --install` on a machine without `claude` installed
+    the entry silently; every hourly run then failed with "claude: not found" in its log."""
+    from conftest import fake_crontab
+
+    bindir, table = fake_crontab(tmp_path)
+    if shutil.which("claude", path="/usr/bin:/bin"):
+        pytest.skip("this machine has claude installed")
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    code, out, err = cli("schedule", "--host", "claude-code", "--install")
+    assert code == 0 and out.startswith("crontab installed: ")
+    assert table.exists()
+    assert err == (
+        "memwiki: claude is not on PATH, so the hourly run cannot start it: install it (or run "
+        "this where `claude` works), then `memwiki schedule --host claude-code --install` again\n"
+    )
+    claude = bindir / "claude"
+    claude.write_text("#!/bin/sh\nexit 0\n")
+    claude.chmod(0o755)
+    code, out, err = cli("schedule", "--host", "claude-code", "--install")
+    assert code == 0 and err == ""

@@ -122,6 +122,8 @@ def schedule(
     as_json: bool = JSON,
 ) -> None:
     """Print, install or remove the hourly crontab entry of a host's bridging run."""
+    import shutil
+
     from ..errors import InvalidInput, NotFound
     from ..hosts.integrate import schedule as sched
 
@@ -133,8 +135,6 @@ def schedule(
         try:
             result = sched.install_schedule(host, cfg)
         except NotFound as exc:
-            import shutil
-
             if shutil.which("crontab") is not None:
                 raise
             # The library names what is missing; a person also needs what to do about it.
@@ -143,6 +143,15 @@ def schedule(
                 f"run `memwiki bridge prepare --host {host}`, the jobs and `memwiki bridge "
                 f"commit --host {host}` yourself (docs/hosts.md)"
             ) from None
+        client = sched.CLIENT[host]
+        if shutil.which(client, path=cfg.host_env.get("PATH")) is None:
+            # The entry is installed all the same (the agent may come later), but every
+            # hourly run would fail in a log nobody reads.
+            warn(
+                f"{client} is not on PATH, so the hourly run cannot start it: install it (or "
+                f"run this where `{client}` works), then `memwiki schedule --host {host} "
+                "--install` again"
+            )
     elif uninstall_:
         result = sched.uninstall_schedule(host, cfg)
     else:
