@@ -115,3 +115,23 @@ def test_schedule_warns_when_the_agent_is_not_on_path(cli, isolated_env, tmp_pat
     claude.chmod(0o755)
     code, out, err = cli("schedule", "--host", "claude-code", "--install")
     assert code == 0 and err == ""
+
+
+def test_the_pre_commit_hint_names_a_wiki_that_is_not_the_configured_one(
+    cli, tmp_path, monkeypatch
+):
+    """Bug: `memwiki init --hooks wiki2` without pre-commit (docs/obsidian.md) said "run `pip
+    install pre-commit`, then `memwiki hooks install`"; typed as shown, that set up the
+    configured wiki, not wiki2."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # no pre-commit anywhere
+    configured = tmp_path / "configured"
+    monkeypatch.setenv("MEMWIKI_DIR", str(configured))
+    other = tmp_path / "wiki2"
+    code, _, err = cli("init", "--hooks", other)
+    assert code == 0
+    assert err == (
+        "memwiki: pre-commit is not installed, so the hooks are not active: run `pip install "
+        f"pre-commit`, then `memwiki --wiki {other} hooks install`\n"
+    )
+    code, _, err = cli("init", "--hooks", configured)
+    assert code == 0 and err.endswith("then `memwiki hooks install`\n")
