@@ -13,7 +13,7 @@ echo
 echo "\$ memwiki --wiki $target list"
 "$memwiki" --wiki "$target" list
 echo
-echo "\$ memwiki --wiki $target retrieve \"how do I cut a release of the billing service?\" -k 3"
+echo "\$ memwiki --wiki $target retrieve \"how do I cut a release of the billing service?\" -k 3 --budget 600"
 "$memwiki" --wiki "$target" retrieve "how do I cut a release of the billing service?" -k 3 --budget 600
 
 # Two projects: files with `project: billing` or `project: gridview`, and project/<slug>.md.
@@ -27,6 +27,6 @@ for repo in billing gridview; do
 done
 for repo in billing gridview; do
     echo
-    echo "\$ cd $checkouts/$repo/src && memwiki project && memwiki retrieve \"what is the stack?\" --files -k 3"
+    echo "\$ cd $checkouts/$repo/src && memwiki project && memwiki --wiki $target retrieve \"what is the stack?\" --files -k 3"
     (cd "$checkouts/$repo/src" && "$memwiki" project && "$memwiki" --wiki "$target" retrieve "what is the stack?" --files -k 3)
 done

@@ -108,7 +108,8 @@ def test_init_hooks_without_pre_commit_warns_and_succeeds(tmp_path, cli, monkeyp
     assert code == 0
     assert out == f"Initialised a memwiki wiki in {root}\n"
     assert err.count("\n") == 1 and err.startswith("memwiki: pre-commit is not installed")
-    assert "pip install pre-commit" in err and "memwiki hooks install" in err
+    # root is not the configured wiki (~/memwiki), so the hint names it.
+    assert "pip install pre-commit" in err and f"`memwiki --wiki {root} hooks install`" in err
     assert (root / PRE_COMMIT_CONFIG).is_file()
     assert not (root / ".git" / "hooks" / "pre-commit").exists()
     code, out, err = cli("--wiki", root, "hooks", "install", "--json")
@@ -129,7 +130,7 @@ def test_hooks_install_on_an_existing_wiki(tmp_path, cli, git, tool_path) -> Non
     assert code == 0, err
     assert out == (
         f"wrote and committed {PRE_COMMIT_CONFIG}\n"
-        "pre-commit hooks installed: memwiki-lint, memwiki-reindex\n"
+        f"pre-commit hooks installed in {wiki.root}: memwiki-lint, memwiki-reindex\n"
     )
     assert git(wiki.root, "show", "--name-only", "--format=", "HEAD").split() == [PRE_COMMIT_CONFIG]
     assert git(wiki.root, "status", "--porcelain") == " M README.md\n"

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..config import Config
     from ..wiki import Wiki
 
@@ -32,6 +34,13 @@ def config() -> Config:
     from ..config import load
 
     return load({"wiki": state.wiki})
+
+
+def configured_wiki() -> Path:
+    """The wiki a later command without --wiki uses (MEMWIKI_DIR, config file, ~/memwiki)."""
+    from ..config import load
+
+    return load({}).wiki_path.resolve()
 
 
 def open_wiki() -> Wiki:

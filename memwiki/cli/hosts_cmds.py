@@ -49,7 +49,8 @@ def detect(
             print(f"{s.host:<12} not found")
             continue
         print(
-            f"{s.host:<12} memorize: {_yes(s.memorize)} ({s.sessions} sessions in "
+            f"{s.host:<12} memorize: {_yes(s.memorize)} ({s.sessions} "
+            f"session{'' if s.sessions == 1 else 's'} in "
             f"{s.session_location or '-'})"
         )
         if s.instruction_file:
@@ -121,7 +122,9 @@ def schedule(
     as_json: bool = JSON,
 ) -> None:
     """Print, install or remove the hourly crontab entry of a host's bridging run."""
-    from ..errors import InvalidInput
+    import shutil
+
+    from ..errors import InvalidInput, NotFound
     from ..hosts.integrate import schedule as sched
 
     if install_ and uninstall_:
@@ -129,7 +132,26 @@ def schedule(
     cfg = config()
     check_host(host)
     if install_:
-        result = sched.install_schedule(host, cfg)
+        try:
+            result = sched.install_schedule(host, cfg)
+        except NotFound as exc:
+            if shutil.which("crontab") is not None:
+                raise
+            # The library names what is missing; a person also needs what to do about it.
+            raise NotFound(
+                f"{exc.message}: install cron (`apt install cron`, `dnf install cronie`), or "
+                f"run `memwiki bridge prepare --host {host}`, the jobs and `memwiki bridge "
+                f"commit --host {host}` yourself (docs/hosts.md)"
+            ) from None
+        client = sched.CLIENT[host]
+        if shutil.which(client, path=cfg.host_env.get("PATH")) is None:
+            # The entry is installed all the same (the agent may come later), but every
+            # hourly run would fail in a log nobody reads.
+            warn(
+                f"{client} is not on PATH, so the hourly run cannot start it: install it (or "
+                f"run this where `{client}` works), then `memwiki schedule --host {host} "
+                "--install` again"
+            )
     elif uninstall_:
         result = sched.uninstall_schedule(host, cfg)
     else:

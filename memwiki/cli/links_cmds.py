@@ -58,4 +58,4 @@ def hooks_install(as_json: bool = JSON) -> None:
         emit_json(setup.to_dict())
     elif setup.config_written:
         print(f"wrote and committed {setup.config}")
-    print_hooks_setup(setup, as_json)
+    print_hooks_setup(setup, as_json, name_wiki=True)

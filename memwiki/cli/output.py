@@ -120,12 +120,26 @@ def print_run_invalid(exc, run_id: str, as_json: bool) -> None:
         print(f"  {problem}", file=sys.stderr)
 
 
-def print_hooks_setup(setup, as_json: bool) -> None:
+def print_hooks_setup(setup, as_json: bool, name_wiki: bool = False) -> None:
     """Tell the user what hook set-up did: a warning on stderr when pre-commit is missing."""
     if not setup.installed:
-        warn(setup.message)
+        from pathlib import Path
+
+        from .context import configured_wiki
+
+        message = setup.message
+        if Path(setup.wiki) != configured_wiki():
+            # The hint's bare `memwiki hooks install` would set up the configured wiki, not
+            # this one (commands never go by the current directory).
+            message = message.replace(
+                "`memwiki hooks install`", f"`memwiki --wiki {setup.wiki} hooks install`"
+            )
+        warn(message)
     elif not as_json:
-        print("pre-commit hooks installed: memwiki-lint, memwiki-reindex")
+        # `hooks install` acts on the configured wiki, not the current directory: run inside
+        # another wiki it would otherwise report success without saying where it went.
+        where = f" in {setup.wiki}" if name_wiki else ""
+        print(f"pre-commit hooks installed{where}: memwiki-lint, memwiki-reindex")
 
 
 def print_sync(result) -> None:
