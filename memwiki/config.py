@@ -171,14 +171,37 @@ def config_file_path(environ: dict[str, str]) -> Path:
     return Path(base) / "memwiki" / "config.toml"
 
 
+def _quote_hint(text: str, exc: Exception) -> str:
+    """What to write instead, when the bad line is a setting whose text is not quoted."""
+    import re  # only for a broken file: the config is read by every cold `retrieve`
+
+    # tomllib's message says where (Python 3.11-3.13 have no lineno attribute)
+    at = re.search(r"\(at line (\d+), column \d+\)", str(exc))
+    lines = text.splitlines()
+    if at is None or not 0 < int(at.group(1)) <= len(lines):
+        return ""
+    # `wiki = ~/notes`: text where TOML wants a value, which quotes would make a string
+    bare = re.fullmatch(
+        r"\s*([A-Za-z_]\w*)\s*=\s*([^\s\"'\[{#][^#]*?)\s*(?:#.*)?", lines[int(at.group(1)) - 1]
+    )
+    if bare is None or bare.group(1) not in SETTINGS or bare.group(1) in _NUMBERS:
+        return ""  # a number setting's mistake is not a missing quote
+    key, value = bare.groups()
+    value = value.replace("\\", "\\\\").replace('"', '\\"')
+    return f'; text goes in quotes: {key} = "{value}"'
+
+
 def _read_file(path: Path) -> dict[str, object]:
     if not path.is_file():
         return {}
     import tomllib  # only when there is a file: `retrieve` runs cold many times a day
 
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(f"{path}: invalid config file: {exc}{_quote_hint(text, exc)}") from None
+    except UnicodeDecodeError as exc:
         raise InvalidInput(f"{path}: invalid config file: {exc}") from None
     except OSError as exc:
         raise InvalidInput(f"{path}: cannot read config file: {exc.strerror}") from None

@@ -82,6 +82,28 @@ def test_invalid_config_file_is_one_clear_error(isolated_env, text) -> None:
     assert "\n" not in err.value.message
 
 
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ("wiki = ~/notes\n", '; text goes in quotes: wiki = "~/notes"'),
+        ("# mine\nembed = hash  # fast\n", '; text goes in quotes: embed = "hash"'),
+        ("wiki = C:\\notes\n", '; text goes in quotes: wiki = "C:\\\\notes"'),
+        ("hook_budget_ms = 1500ms\n", ""),  # a number: quotes would not help
+        ("nonsense = bare\n", ""),  # not a setting: the unknown key is the mistake
+        ('wiki = "unterminated\n', ""),
+    ],
+)
+def test_an_unquoted_text_setting_gets_the_line_to_write(isolated_env, text, hint) -> None:
+    # A new user's first config is `wiki = ~/notes`; tomllib says only "Invalid value".
+    path = isolated_env / ".config" / "memwiki" / "config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InvalidInput) as err:
+        load()
+    assert err.value.message.endswith(")" + hint)
+    assert "\n" not in err.value.message
+
+
 def test_config_show_text_and_json(cli, isolated_env, monkeypatch, tmp_path) -> None:
     cfg_file = write_config(isolated_env / ".config", 'embed = "none"\n')
     monkeypatch.setenv("MEMWIKI_DIR", str(tmp_path / "envwiki"))
