@@ -127,6 +127,26 @@ def test_put_from_stdin_and_json_output(w, cli, git) -> None:
     assert (code, out) == (0, "Nothing to commit\n")
 
 
+def test_a_new_track_is_named_on_stderr_once(w, cli) -> None:
+    # Any top-level folder is a track, so a misspelt one was made without a word.
+    code, out, err = cli("--wiki", w, "add", "memroy", "billing", "-d", "Billing")
+    assert code == 0 and out.startswith("created  memroy/billing.md\n")
+    assert err == "memwiki: note: new track memroy/ (the wiki had memory, skill)\n"
+    # the folder exists now: a second file in it, or a file in memory/, says nothing
+    assert cli("--wiki", w, "add", "memroy", "billing-2", "-d", "More")[2] == ""
+    assert cli("--wiki", w, "add", "memory", "billing", "-d", "Billing")[2] == ""
+    items = [rf_item("x", track="projects"), rf_item("y", track="people")]
+    code, out, err = cli("--wiki", w, "put", "-", "--json", stdin=payload(*items))
+    assert code == 0 and json.loads(out)["created"] == ["people/y.md", "projects/x.md"]
+    assert err.splitlines() == [
+        "memwiki: note: new track people/ (the wiki had memory, memroy, projects, skill)",
+        "memwiki: note: new track projects/ (the wiki had memory, memroy, people, skill)",
+    ]
+    # a refused payload makes no folder, so it names none
+    code, _, err = cli("--wiki", w, "put", "-", stdin=payload(rf_item("Bad Name", track="p2")))
+    assert code == 2 and "new track" not in err and not (w / "p2").exists()
+
+
 # ----------------------------------------------------- acceptance item 3
 
 

@@ -110,8 +110,33 @@ def put(
 ) -> None:
     """Write RecallFiles from a JSON payload and commit them (all or nothing)."""
     payload = _read_payload(file)
-    result = open_wiki().commit_results(payload.get("recall_files"), payload.get("message"))
+    wiki = open_wiki()
+    items = payload.get("recall_files")
+    tracks = (
+        [i.get("track") for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+    )
+    new = _missing_tracks(wiki.root, tracks)
+    result = wiki.commit_results(items, payload.get("message"))
     print_commit(result, as_json)
+    _note_new_tracks(wiki.root, new)
+
+
+def _missing_tracks(root: Path, tracks: list) -> list[str]:
+    """The tracks named here that have no folder yet (a misspelt one would be made)."""
+    return sorted({t for t in tracks if isinstance(t, str) and t and not (root / t).is_dir()})
+
+
+def _note_new_tracks(root: Path, tracks: list[str]) -> None:
+    # Any top-level folder is a track, so `add memroy x` is valid and made a folder without
+    # a word; a stderr line lets a person (or an agent) see a misspelt track at once.
+    for track in tracks:
+        if (root / track).is_dir():  # made by this command (a refused one made nothing)
+            others = sorted(
+                p.name for p in root.iterdir()
+                if p.is_dir() and not p.name.startswith(".") and p.name != track
+            )  # fmt: skip
+            had = f" (the wiki had {', '.join(others)})" if others else ""
+            warn(f"note: new track {track}/{had}")
 
 
 def add(
@@ -156,7 +181,9 @@ def add(
             body=body or f"# {name.replace('-', ' ').capitalize()}\n",
             tags=list(tags or []),
         )
+    new = _missing_tracks(wiki.root, [track])
     print_commit(wiki.save(rf), as_json)
+    _note_new_tracks(wiki.root, new)
 
 
 PAGE = 100_000  # files per list_recall_files call when `memwiki list` shows them all
