@@ -57,6 +57,28 @@ def test_detects_sessions_instruction_files_and_next_commands(tmp_path):
     assert cc.next_command == "memwiki bridge prepare --host claude-code"
 
 
+def test_a_host_used_for_no_session_yet_is_told_so_not_sent_to_another_folder(tmp_path):
+    # A new Codex user: ~/.codex exists, no session yet. detect suggested
+    # `bridge prepare --host codex --session-dir DIR`, as if the logs were elsewhere.
+    home = tmp_path / "home"
+    cfg = make_config(tmp_path)
+    (home / ".codex").mkdir(parents=True)
+    install("codex", cfg)
+    st = by_host(detect_hosts(cfg))["codex"]
+    assert st.found and st.installed and st.sessions == 0
+    assert st.next_command is None
+    assert st.notes == ["no sessions yet: they are mined once codex has been used"]
+
+
+def test_generic_notes_count_records_in_the_singular_too(tmp_path):
+    one = tmp_path / "one"
+    one.mkdir()
+    line = {"type": "user", "message": {"role": "user", "content": "hello there"}}
+    (one / "s.jsonl").write_text(json.dumps(line) + "\n")
+    notes = by_host(detect_hosts(make_config(tmp_path), one))["generic"].notes
+    assert notes and all(" 1 records" not in n for n in notes), notes
+
+
 def test_generic_path_is_sniffed(tmp_path):
     cfg = make_config(tmp_path)
     st = by_host(detect_hosts(cfg, FIX / "generic"))["generic"]

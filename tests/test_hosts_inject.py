@@ -348,3 +348,17 @@ def test_the_before_install_record_keeps_no_copy_of_an_ordinary_settings_file(tm
     assert stat.S_IMODE(record.stat().st_mode) == 0o600
     uninstall("claude-code", cfg)
     assert settings.read_text() == original
+
+
+def test_install_tells_an_installed_but_never_run_host_to_run_it_first(tmp_path):
+    # ~/.openclaw exists (installed) but not its workspace: "is openclaw installed?" misled.
+    home = tmp_path / "home"
+    (home / ".openclaw").mkdir(parents=True)
+    cfg = load(options={"wiki": str(tmp_path / "w")}, environ={"HOME": str(home)})
+    with pytest.raises(NotFound) as err:
+        install("openclaw", cfg)
+    assert "does not exist yet: run openclaw once" in err.value.message
+    assert "is openclaw installed" not in err.value.message
+    with pytest.raises(NotFound) as err:  # no trace of it at all: the old question stands
+        install("openclaw", load(options={"wiki": "w"}, environ={"HOME": str(tmp_path / "x")}))
+    assert "is openclaw installed? (or pass --path)" in err.value.message

@@ -103,6 +103,8 @@ def _next(host: str, st: HostStatus) -> str | None:
         return f"memwiki install --host {host}"
     if st.memorize:
         return f"memwiki bridge prepare --host {host}"
+    if not st.sessions:
+        return None  # nothing to mine yet (a note says so), and no other folder to name
     return f"memwiki bridge prepare --host {host} --session-dir DIR"
 
 
@@ -215,6 +217,8 @@ def host_status(host: str, config: Config) -> HostStatus:
             st.notes.append(f"install would stop: {exc}")
     if st.found and count and not st.memorize:
         st.notes.append("sessions found, but no conversation record in the newest ones")
+    elif st.found and not count:
+        st.notes.append(f"no sessions yet: they are mined once {host} has been used")
     st.notes.extend(_path_notes(host, config, target))
     for name, value in relative_home_vars(host, config):
         st.notes.append(
@@ -231,7 +235,10 @@ def generic_status(config: Config, path: Path) -> HostStatus:
     """Sniff a directory of JSONL transcripts with the generic reader."""
     path = Path(path).expanduser()
     report = generic.sniff(path) if path.is_dir() else {"files": [], "verdicts": {}}
-    notes = [f"{k}: {v} records" for k, v in sorted(report.get("dialects", {}).items())]
+    notes = [
+        f"{k}: {v} record{'' if v == 1 else 's'}"
+        for k, v in sorted(report.get("dialects", {}).items())
+    ]
     memorize = bool(report.get("memorizable"))
     if not report["files"] and path.is_dir():
         if any(p.suffix in DB_SUFFIXES for p in path.rglob("*") if p.is_file()):

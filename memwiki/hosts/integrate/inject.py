@@ -97,9 +97,16 @@ def _has_block(text: str | None, path: Path) -> bool:
     return text is not None and block.find_block(text, str(path)) is not None
 
 
-def _need_parent(path: Path, host: str) -> None:
-    if not path.parent.is_dir():
-        raise NotFound(f"{path.parent} does not exist: is {host} installed? (or pass --path)")
+def _need_parent(path: Path, host: str, config: Config) -> None:
+    if path.parent.is_dir():
+        return
+    if host_api(host).host_present(config):
+        # `~/.openclaw` without its workspace: installed, but never run far enough to make it
+        raise NotFound(
+            f"{path.parent} does not exist yet: run {host} once so that it makes it, "
+            "then install again (or pass --path)"
+        )
+    raise NotFound(f"{path.parent} does not exist: is {host} installed? (or pass --path)")
 
 
 def _remember_settings(config: Config, path: Path, before: str | None, after: str) -> None:
@@ -189,7 +196,7 @@ def install(
     force: replace a block that holds text memwiki did not write (refused otherwise)."""
     result = InstallResult(host, dry_run)
     target = instruction_target(host, config, path)
-    _need_parent(target, host)
+    _need_parent(target, host, config)
     before = read_text(target)
     _keep_typed_text(config, target, before, force, "replace")
     # The absolute path, refreshed on every install: agents run tools in a login shell.
