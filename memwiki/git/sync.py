@@ -34,7 +34,7 @@ from ..lock import FileLock
 from . import network, precommit, update
 from . import repo as gitstore
 from .changes import Change, merge_message
-from .conflicts import COPY_RE, Conflict, find_conflict_copies
+from .conflicts import COPY_RE, Conflict, copies_in, other_tools_copy
 from .merge import current_branch_head, make_merge_commit
 from .remotes import (  # noqa: F401 (the devices API in one place)
     DEFAULT_REMOTE,
@@ -74,7 +74,13 @@ class SyncResult:
     changes: list[Change] = field(default_factory=list)  # of the hand-edit commit
     not_committed: list[dict] = field(default_factory=list)  # [{path, problem}]
     conflict_copies: list[str] = field(default_factory=list)  # every one in the wiki now
+    copy_of: dict[str, str] = field(default_factory=dict)  # {conflict copy: its original}
     messages: list[str] = field(default_factory=list)  # the server's `remote:` lines
+
+    @property
+    def other_tools_copies(self) -> list[str]:
+        """The conflict copies that another sync tool made (Dropbox, Syncthing, iCloud)."""
+        return [c for c in self.conflict_copies if not COPY_RE.match(PurePosixPath(c).name)]
 
     def to_dict(self) -> dict:
         """JSON form (the `memwiki sync --json` schema)."""
@@ -91,6 +97,7 @@ class SyncResult:
             "changes": [c.to_dict() for c in self.changes],
             "not_committed": [dict(p) for p in self.not_committed],
             "conflict_copies": list(self.conflict_copies),
+            "copy_of": dict(self.copy_of),
             "messages": list(self.messages),
         }
 
@@ -144,7 +151,29 @@ def _recover(wiki) -> None:
     _journal_path(wiki).unlink(missing_ok=True)
 
 
-def _invalid_hand_edits(wiki) -> list[dict]:
+def _other_tools_copies(wiki) -> list[dict]:
+    """New files that another sync tool made as conflict copies (Dropbox, Syncthing, iCloud).
+
+    Bug it prevents: one outside the tracks (`README (conflicted copy).md`, an attachment,
+    a note in Obsidian's templates folder) was committed as a new file and pushed to every
+    device; only a note in a track was held back, and only as an invalid RecallFile.
+    """
+    head = gitstore.head_commit(wiki.repo)
+    found = []
+    for rel in gitstore.pending_paths(wiki.repo):
+        if (head is not None and rel in head.tree) or not (wiki.root / rel).is_file():
+            continue  # a copy committed before is edited or deleted as any other file
+        copy = other_tools_copy(wiki.root, rel)
+        if copy is not None:
+            problem = (
+                f"{copy[1]}: merge what you want to keep into that file, then delete this "
+                "one (or rename it, if it is a file of its own)"
+            )
+            found.append({"path": rel, "problem": problem})
+    return found
+
+
+def _invalid_hand_edits(wiki, skip: set[str]) -> list[dict]:
     """Changed RecallFiles that memwiki's own checks (the pre-commit ones) would refuse."""
     from .. import recallfile as rfmod
     from ..layout import app_folders
@@ -160,6 +189,7 @@ def _invalid_hand_edits(wiki) -> list[dict]:
             or any(p.startswith(".") for p in parts)
             or any(rel.startswith(f"{folder}/") for folder in apps)
             or COPY_RE.match(parts[-1])
+            or rel in skip
             or not path.is_file()
             or not (wiki.root / parts[0]).is_dir()
         ):
@@ -261,7 +291,8 @@ def _integrate(wiki, config, result: SyncResult, tracking: str, upstream: str, c
     repo = wiki.repo
     # Hand edits become a commit that takes part in the merge: the checkout below can then
     # never be refused by (or overwrite) them. Invalid RecallFiles stay out of it.
-    refused = _invalid_hand_edits(wiki)
+    refused = _other_tools_copies(wiki)
+    refused += _invalid_hand_edits(wiki, {p["path"] for p in refused})
     skip = {p["path"] for p in refused}
     # In a wiki with pre-commit installed, its hooks check what sync commits, as for `git commit`.
     others = [p for p in gitstore.pending_paths(repo) if p not in skip]
@@ -364,9 +395,10 @@ def sync(
             with wiki.write_lock():
                 set_upstream(repo, branch, remote, upstream)
             result.commit = str(repo.references[ref_name].target)
-            result.conflict_copies = [
-                p.relative_to(wiki.root).as_posix() for p in find_conflict_copies(wiki.root)
-            ]
+            # A copy git ignores (one moved to Obsidian's .trash/) is resolved, not pending.
+            copies = copies_in(wiki.root)
+            result.copy_of = {c: o for c, o in copies.items() if not repo.path_is_ignored(c)}
+            result.conflict_copies = list(result.copy_of)
         except MemwikiError:
             # A handled failure leaves the wiki consistent: nothing for the next sync to finish.
             _journal_path(wiki).unlink(missing_ok=True)
