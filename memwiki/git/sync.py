@@ -371,14 +371,22 @@ def sync(
             upstream = fetched_upstream(repo, branch, remote)
             tracking = f"refs/remotes/{remote}/{upstream}"
             checkpoint("fetched")
+            # What the sync reports is the commit it left on both sides, read before the
+            # lock is let go: an agent's commit right after it is the next sync's. Bug it
+            # prevents: the branch was read for the report after the push, so an `add` or
+            # memorize commit landing meanwhile was reported as synced, though never pushed.
             while True:
                 with wiki.write_lock():
                     _integrate(wiki, config, result, tracking, upstream, checkpoint)
+                    synced = repo.references[ref_name].target
+                checkpoint("integrated")
                 theirs = lookup(repo, tracking)
-                if theirs is not None and theirs.id == repo.references[ref_name].target:
+                if theirs is not None and theirs.id == synced:
                     break
                 if _before_push is not None:
                     _before_push()
+                # The push sends the branch as it is then: this commit or one after it.
+                synced = repo.references[ref_name].target
                 outcome = network.push(repo, remote, ref_name, upstream, config)
                 result.messages += outcome.messages
                 if outcome.pushed:
@@ -394,7 +402,7 @@ def sync(
                 result.messages += network.fetch(repo, remote, config)
             with wiki.write_lock():
                 set_upstream(repo, branch, remote, upstream)
-            result.commit = str(repo.references[ref_name].target)
+            result.commit = str(synced)
             # A copy git ignores (one moved to Obsidian's .trash/) is resolved, not pending.
             copies = copies_in(wiki.root)
             result.copy_of = {c: o for c, o in copies.items() if not repo.path_is_ignored(c)}
