@@ -31,7 +31,7 @@ import pygit2
 from ..errors import MemwikiError, StateError
 from ..fsutil import atomic_write_text
 from ..lock import FileLock
-from . import network, precommit, update
+from . import gitlocks, network, precommit, update
 from . import repo as gitstore
 from .changes import Change, merge_message
 from .conflicts import COPY_RE, Conflict, copies_in, other_tools_copy
@@ -126,17 +126,33 @@ def _read_journal(wiki) -> dict | None:
 
 
 def _remove_stale_git_locks(repo: pygit2.Repository, since: float) -> list[str]:
-    """Delete git lock files a killed sync left behind (created after it started)."""
+    """Delete git lock files a killed sync left behind (created after it started).
+
+    A lock that goes away within gitlocks' wait was a live git's, not the killed sync's:
+    bug it prevents, any lock made since the killed sync began was deleted at once, also
+    the index.lock a person's `git commit` holds while its hooks run, or the ref lock of
+    a memorize run's branch being created (which then failed).
+    """
     gitdir = Path(repo.path)
-    removed = []
     candidates = [p for p in gitdir.glob("*.lock") if p.is_file()]
     for sub in ("refs", "logs"):
         candidates += [p for p in (gitdir / sub).rglob("*.lock") if p.is_file()]
+    found = []
     for path in candidates:
         try:
             if path.stat().st_mtime >= since - 1:
-                path.unlink()
-                removed.append(str(path.relative_to(gitdir)))
+                found.append(path)
+        except OSError:
+            continue
+    deadline = time.monotonic() + gitlocks.GIT_LOCK_WAIT_S
+    while found and time.monotonic() < deadline:
+        time.sleep(0.05)
+        found = [p for p in found if p.exists()]
+    removed = []
+    for path in found:
+        try:
+            path.unlink()
+            removed.append(str(path.relative_to(gitdir)))
         except OSError:
             continue
     return removed
