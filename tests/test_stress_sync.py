@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -29,11 +30,12 @@ import pytest
 from test_stress_kill import ABSENT, SEED, WORDS, Ledger, _command, _env, _text, _token
 
 from memwiki.fsutil import is_temp_name
-from memwiki.git.conflicts import copies_in
+from memwiki.git.copies import copies_in
 
 # Read at import: the suite's autouse fixture removes every MEMWIKI_* variable.
 SECONDS = float(os.environ.get("MEMWIKI_STRESS_SECONDS", "6"))
 ROUNDS = int(os.environ.get("MEMWIKI_STRESS_ROUNDS", "1"))
+SHARED = "memory/shared.md"  # the one note both devices edit
 OP_LIMIT_S = 120  # a command running longer is blocked: killed and reported
 
 # A scheduled memorize run, as one killable process: prepare, the executor's edit, commit.
@@ -96,6 +98,7 @@ class Op:
     writes: dict[str, str | None]
     kill_at: float | None
     absent_ok: bool = False  # an rm of a name a killed write may never have made
+    shared: str | None = None  # B's add of memory/shared.md: its token
     started: float = field(default_factory=time.monotonic)
     killed: bool = False
 
@@ -108,6 +111,10 @@ class Storm:
         self.rng, self.kill_rate = rng, kill_rate
         self.ledgers = {"a": Ledger(), "b": Ledger()}
         self.person: dict[str, str] = {}  # path -> the token of the person's last save
+        # memory/shared.md is edited on both devices: merges with conflict copies
+        self.shared_person: str | None = None  # the person's last save of it on A
+        self.shared_b: list[str] = []  # B's adds of it that reported success
+        self.tool_copies: set[str] = set()  # Dropbox copies another sync tool made on A
         self.synced: list[tuple[str, str]] = []  # (device, commit) each successful sync reported
         self.failures: list[str] = []
         self.counts: dict[str, int] = {}
@@ -196,20 +203,35 @@ class Storm:
         # Device B: a note added, or a sync.
         if self.rng.random() < 0.5:
             return self._spawn("b", "sync", self._memwiki("b", "sync", "--json"), {})
-        name = f"b-{self.rng.randrange(4)}"
+        name = self.rng.choice(["b-0", "b-1", "b-2", "shared"])
         argv = self._memwiki("b", "add", "memory", name, "-d", f"{self._words(3)} {token}")
         body = f"# {name}\n{self._words(20)} {token}\n".encode()
+        if name == "shared":  # not in the ledger: a merge may rightly put A's version there
+            op = self._spawn("b", "add", argv, {}, body)
+            op.shared = token
+            return op
         return self._spawn("b", "add", argv, {f"memory/{name}.md": token}, body)
 
     def person_saves(self) -> None:
         """A person saves a note in an editor on A (write aside, rename over): no lock."""
         token = self._token()
-        name = f"p-{self.rng.randrange(3)}"
+        dice = self.rng.random()
+        name = "shared" if dice < 0.2 else f"p-{self.rng.randrange(3)}"
+        text = _text(name, f"person {token}", f"# {name}\n{self._words(12)} {token}\n")
+        if dice > 0.9:  # Dropbox syncs this folder too, and made a conflict copy of a note
+            rel = f"memory/{name} (conflicted copy {token}).md"
+            (self.roots["a"] / rel).write_text(text)
+            self.tool_copies.add(rel)
+            self._count("a-dropbox")
+            return
         rel = f"memory/{name}.md"
         aside = self.roots["a"] / "memory" / f".{name}.md.swp"  # git-ignored, as vim's
-        aside.write_text(_text(name, f"person {token}", f"# {name}\n{self._words(12)} {token}\n"))
+        aside.write_text(text)
         os.replace(aside, self.roots["a"] / rel)
-        self.person[rel] = token
+        if name == "shared":
+            self.shared_person = token
+        else:
+            self.person[rel] = token
         self._count("a-person")
 
     def _kill(self, op: Op) -> None:
@@ -240,11 +262,14 @@ class Storm:
             self.failures.append(f"{op.device} {op.kind} {what} exit {code}: {text}")
             return
         self.ledgers[op.device].succeeded(op.writes)
+        if op.shared is not None:
+            self.shared_b.append(op.shared)
         if op.kind == "sync":
             result = json.loads(out)
             self.synced.append((op.device, result["commit"]))
-            if result["conflicts"]:  # each device writes only its own names
-                self.failures.append(f"{op.device} sync made conflicts: {result['conflicts']}")
+            others = [c for c in result["conflicts"] if c["path"] != SHARED]
+            if others:  # each device writes only its own names, but for SHARED
+                self.failures.append(f"{op.device} sync made conflicts: {others}")
 
     def run(self, seconds: float) -> None:
         """Keep every slot busy for seconds, then wait for the last commands."""
@@ -284,6 +309,7 @@ def _devices(tmp_path: Path) -> tuple[Path, Path, Path]:
         (seed / "memory" / f"base-{n}.md").write_text(
             _text(f"base-{n}", f"base note {n}", f"# Base {n}\nbilling ledger t0\n")
         )
+    (seed / SHARED).write_text(_text("shared", "both devices t0", "# shared\nt0\n"))
     for argv in (["remote", "add", str(remote)], ["sync"]):
         done = _memwiki(seed, *argv)
         assert done.returncode == 0, done.stderr
@@ -293,10 +319,17 @@ def _devices(tmp_path: Path) -> tuple[Path, Path, Path]:
     return remote, tmp_path / "a", tmp_path / "b"
 
 
-def _final_sync(root: Path) -> None:
+def _final_sync(root: Path) -> dict:
     done = _memwiki(root, "sync", "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["conflicts"] == []
+    result = json.loads(done.stdout)
+    assert {c["path"] for c in result["conflicts"]} <= {SHARED}, result["conflicts"]
+    return result
+
+
+def _tokens(root: Path, paths: list[str]) -> set[str]:
+    """The tokens the files at these paths hold on disk."""
+    return {_token(p, (root / p).read_text()) for p in paths}
 
 
 def check(storm: Storm, remote: Path, a: Path, b: Path) -> None:
@@ -316,7 +349,23 @@ def check(storm: Storm, remote: Path, a: Path, b: Path) -> None:
         assert done.returncode == 0, f"{device}'s synced commit {commit} is not on the remote"
 
     for root in (a, b, a):  # B's last pushes reach A
-        _final_sync(root)
+        held = _final_sync(root)["not_committed"]
+    # Another sync tool's copies were never committed, only named.
+    assert {p["path"] for p in held} == storm.tool_copies
+    # The shared note: the person's last save is the note or a conflict copy of it; every
+    # one of B's adds that reported success is in the remote's history.
+    shared = [SHARED] + [c for c in copies_in(a) if c.startswith("memory/shared.conflict-")]
+    if storm.shared_person is not None:
+        assert storm.shared_person in _tokens(a, shared), shared
+    history = _git(remote, "log", "main", "-p", "--format=", "--", "memory/shared*").stdout
+    for token in storm.shared_b:
+        assert token in re.findall(r"\bt[0-9]+\b", history), token
+    # The person merges the copies by hand (here: deletes them); that syncs everywhere.
+    assert set(copies_in(a)) == set(shared[1:]) | storm.tool_copies
+    for rel in copies_in(a):
+        (a / rel).unlink()
+    for root in (a, b):
+        assert _final_sync(root)["conflict_copies"] == []
     head = _git(remote, "rev-parse", "main").stdout.strip()
     assert _git(a, "rev-parse", "HEAD").stdout.strip() == head
     assert _git(b, "rev-parse", "HEAD").stdout.strip() == head
@@ -342,7 +391,13 @@ def check(storm: Storm, remote: Path, a: Path, b: Path) -> None:
     # Nothing in the remote's whole history is a temporary file, a conflict copy or a
     # file with conflict markers.
     paths = set(_git(remote, "log", "main", "--name-only", "--format=").stdout.split("\n"))
-    bad = [p for p in paths if p and (is_temp_name(p.rsplit("/", 1)[-1]) or ".conflict-" in p)]
+    bad = [
+        p
+        for p in paths
+        if is_temp_name(p.rsplit("/", 1)[-1])
+        or (".conflict-" in p and not p.startswith("memory/shared.conflict-remote-"))
+        or p in storm.tool_copies
+    ]
     assert not bad, bad
     marked = _git(remote, "log", "main", "--format=%H", "-G^(<<<<<<<|>>>>>>>)( |$)").stdout
     assert not marked.strip(), marked

@@ -153,3 +153,42 @@ def test_a_copy_another_device_committed_is_named_and_its_deletion_syncs(tmp_pat
     assert ROOT_COPY not in tracked(remote, "main")
     syncmod.sync(b, load())
     assert not (b.root / ROOT_COPY).exists()
+
+
+def test_no_sweep_of_hand_edits_commits_another_tools_copy(tmp_path, cli, run_memwiki):
+    """Bug: sync held such copies back, but a scheduled `memorize commit` (which commits the
+    hand edits made while its run was open) and `memwiki commit` committed them, and the
+    next sync spread them to every device."""
+    remote, a, b = devices(tmp_path)
+    session = tmp_path / "session.json"
+    session.write_text(
+        json.dumps({"items": [{"type": "message", "role": "user", "content": "hi"}]})
+    )
+    prep = run_memwiki("--wiki", a.root, "memorize", "prepare", session, "--json")
+    assert prep.returncode == 0, prep.stderr
+    run = json.loads(prep.stdout)
+    write(Path(run["workspace"]), "memory/learned.md", note("learned", "From the session.\n"))
+    # Meanwhile on A: a hand edit, and Dropbox's copy of it (a person's git add is theirs).
+    write(a.root, "memory/deploys.md", note("deploys", "Deploy from main. Edited on A.\n"))
+    write(a.root, DROPBOX, note("deploys", "Dropbox's version.\n"))
+    write(a.root, ROOT_COPY, "# README elsewhere\n")
+    write(a.root, "staged (conflicted copy).md", "Staged by the person on purpose.\n")
+    git(a.root, "add", "staged (conflicted copy).md")
+    done = run_memwiki("--wiki", a.root, "memorize", "commit", run["run_id"], "--json")
+    assert done.returncode == 0, done.stderr
+    assert "Edited on A" in git(a.root, "show", "HEAD:memory/deploys.md")
+    assert {"memory/learned.md", "staged (conflicted copy).md"} <= tracked(a.root)
+    assert not {DROPBOX, ROOT_COPY} & tracked(a.root)
+
+    write(a.root, "memory/more.md", note("more", "Another hand edit.\n"))
+    code, out, err = cli("--wiki", a.root, "commit")
+    assert code == 0 and "memory/more.md" in out, err
+    assert not {DROPBOX, ROOT_COPY} & tracked(a.root)
+    assert f"not committed {DROPBOX}: a conflict copy of memory/deploys.md" in err
+    assert f"not committed {ROOT_COPY}: a conflict copy of README.md" in err
+
+    code, out, err = cli("--wiki", a.root, "sync", "--json")
+    assert code == 0, err
+    assert json.loads(out)["pushed"]
+    assert not {DROPBOX, ROOT_COPY} & tracked(remote, "main")
+    assert (a.root / DROPBOX).is_file() and (a.root / ROOT_COPY).is_file()

@@ -282,10 +282,16 @@ def commit_all(
     message: str | None = None,
     skip: set[str] | frozenset[str] = frozenset(),
 ) -> tuple[str | None, Changes]:
-    """Stage and commit everything that changed (but skip); (None, empty) when nothing did."""
+    """Stage and commit everything that changed (but skip); (None, empty) when nothing did.
+
+    Another sync tool's new conflict copy (Dropbox, Syncthing, iCloud) is never taken:
+    bug it prevents, a scheduled `memorize commit`, sweeping the hand edits made while its
+    run was open, committed them, and the next sync spread them to every device.
+    """
+    from .copies import new_tool_copies  # it reads the recallfile model: only when needed
 
     def attempt() -> tuple[str | None, Changes]:
-        stage_all(repo, skip)
+        stage_all(repo, set(skip) | set(new_tool_copies(repo)))
         return _commit_staged(repo, message)
 
     return retry_moved(attempt)

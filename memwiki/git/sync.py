@@ -34,7 +34,8 @@ from ..lock import FileLock
 from . import gitlocks, network, precommit, update
 from . import repo as gitstore
 from .changes import Change, merge_message
-from .conflicts import COPY_RE, Conflict, copies_in, other_tools_copy
+from .conflicts import COPY_RE, Conflict
+from .copies import copies_in, held_back
 from .merge import current_branch_head, make_merge_commit
 from .remotes import (  # noqa: F401 (the devices API in one place)
     DEFAULT_REMOTE,
@@ -125,68 +126,13 @@ def _read_journal(wiki) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def _remove_stale_git_locks(repo: pygit2.Repository, since: float) -> list[str]:
-    """Delete git lock files a killed sync left behind (created after it started).
-
-    A lock that goes away within gitlocks' wait was a live git's, not the killed sync's:
-    bug it prevents, any lock made since the killed sync began was deleted at once, also
-    the index.lock a person's `git commit` holds while its hooks run, or the ref lock of
-    a memorize run's branch being created (which then failed).
-    """
-    gitdir = Path(repo.path)
-    candidates = [p for p in gitdir.glob("*.lock") if p.is_file()]
-    for sub in ("refs", "logs"):
-        candidates += [p for p in (gitdir / sub).rglob("*.lock") if p.is_file()]
-    found = []
-    for path in candidates:
-        try:
-            if path.stat().st_mtime >= since - 1:
-                found.append(path)
-        except OSError:
-            continue
-    deadline = time.monotonic() + gitlocks.GIT_LOCK_WAIT_S
-    while found and time.monotonic() < deadline:
-        time.sleep(0.05)
-        found = [p for p in found if p.exists()]
-    removed = []
-    for path in found:
-        try:
-            path.unlink()
-            removed.append(str(path.relative_to(gitdir)))
-        except OSError:
-            continue
-    return removed
-
-
 def _recover(wiki) -> None:
     """Finish what a killed sync left half done (called holding both locks)."""
     data = _read_journal(wiki)
     if data is not None and isinstance(data.get("started"), int | float):
-        _remove_stale_git_locks(wiki.repo, float(data["started"]))
+        gitlocks.remove_stale(wiki.repo, float(data["started"]))
     update.recover(wiki.repo, update.journal_path(wiki.sidecar))
     _journal_path(wiki).unlink(missing_ok=True)
-
-
-def _other_tools_copies(wiki) -> list[dict]:
-    """New files that another sync tool made as conflict copies (Dropbox, Syncthing, iCloud).
-
-    Bug it prevents: one outside the tracks (`README (conflicted copy).md`, an attachment,
-    a note in Obsidian's templates folder) was committed as a new file and pushed to every
-    device; only a note in a track was held back, and only as an invalid RecallFile.
-    """
-    head = gitstore.head_commit(wiki.repo)
-    found = []
-    for rel in gitstore.pending_paths(wiki.repo):
-        if (head is not None and rel in head.tree) or not (wiki.root / rel).is_file():
-            continue  # a copy committed before is edited or deleted as any other file
-        copy = other_tools_copy(wiki.root, rel)
-        if copy is not None:
-            problem = (
-                f"{copy[1]}: merge what you want to keep into that file, then delete this "
-                "one (or rename it, if it is a file of its own)"
-            )
-            found.append({"path": rel, "problem": problem})
-    return found
 
 
 def _invalid_hand_edits(wiki, skip: set[str]) -> list[dict]:
@@ -307,7 +253,7 @@ def _integrate(wiki, config, result: SyncResult, tracking: str, upstream: str, c
     repo = wiki.repo
     # Hand edits become a commit that takes part in the merge: the checkout below can then
     # never be refused by (or overwrite) them. Invalid RecallFiles stay out of it.
-    refused = _other_tools_copies(wiki)
+    refused = held_back(wiki.repo)
     refused += _invalid_hand_edits(wiki, {p["path"] for p in refused})
     skip = {p["path"] for p in refused}
     # In a wiki with pre-commit installed, its hooks check what sync commits, as for `git commit`.
