@@ -45,6 +45,9 @@ def other_tools_copy(root: Path, rel: str) -> tuple[str, str] | None:
     A numbered name ("x 2.md") counts only for a markdown file whose `name:` is x, as lint
     and the index judge it; the other tools' names count for any file, anywhere.
     """
+    base = rel.rsplit("/", 1)[-1]
+    if " " not in base and "conflict-" not in base:
+        return None  # in every such name (Dropbox's and numbered ones have a space)
     p = PurePosixPath(rel)
     # Syncthing marks a file without an extension at the end of its name.
     for stem, ext in ((p.stem, p.suffix), (p.name, "")):

@@ -154,11 +154,18 @@ def _drop_private(index: pygit2.Index) -> None:
         index.remove(path)
 
 
-def stage_all(repo: pygit2.Repository, skip: set[str] | frozenset[str] = frozenset()) -> None:
+def stage_all(
+    repo: pygit2.Repository,
+    skip: set[str] | frozenset[str] = frozenset(),
+    hand_edits: bool = False,
+) -> None:
     """Stage every change in the work tree (new, modified, deleted), respecting .gitignore.
 
-    Paths in skip stay as they are in the index; .memwiki/ is never staged.
+    Paths in skip stay as they are in the index; .memwiki/ is never staged; with
+    hand_edits, neither is a new file another sync tool made as a conflict copy.
     """
+    from .copies import other_tools_copy  # it reads the recallfile model: only when needed
+
     wait_for_git(repo)
     index = _read_index(repo)
     refuse_unfinished(repo, index)
@@ -166,6 +173,9 @@ def stage_all(repo: pygit2.Repository, skip: set[str] | frozenset[str] = frozens
         if flags & pygit2.GIT_STATUS_IGNORED or path in skip or _private(path):
             if flags & pygit2.GIT_STATUS_WT_NEW and is_temp_name(path.rsplit("/", 1)[-1]):
                 _drop_stale_temp(Path(repo.workdir) / path)
+            continue
+        new = flags & pygit2.GIT_STATUS_WT_NEW
+        if hand_edits and new and other_tools_copy(Path(repo.workdir), path) is not None:
             continue
         if flags & pygit2.GIT_STATUS_WT_DELETED:
             index.remove(path)
@@ -288,10 +298,9 @@ def commit_all(
     bug it prevents, a scheduled `memorize commit`, sweeping the hand edits made while its
     run was open, committed them, and the next sync spread them to every device.
     """
-    from .copies import new_tool_copies  # it reads the recallfile model: only when needed
 
     def attempt() -> tuple[str | None, Changes]:
-        stage_all(repo, set(skip) | set(new_tool_copies(repo)))
+        stage_all(repo, skip, hand_edits=True)
         return _commit_staged(repo, message)
 
     return retry_moved(attempt)
