@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 from test_stress_kill import ABSENT, SEED, WORDS, Ledger, _command, _env, _text, _token
 
+from memwiki.errors import StateError
 from memwiki.fsutil import is_temp_name
 from memwiki.git.copies import copies_in
 
@@ -352,14 +353,15 @@ def check(storm: Storm, remote: Path, a: Path, b: Path) -> None:
         held = _final_sync(root)["not_committed"]
     # Another sync tool's copies were never committed, only named.
     assert {p["path"] for p in held} == storm.tool_copies
-    # The shared note: the person's last save is the note or a conflict copy of it; every
-    # one of B's adds that reported success is in the remote's history.
+    # The shared note: the person's last save and every one of B's adds that reported
+    # success are in the remote's history (a later write on the other device, made after
+    # it synced, may rightly have replaced it since); what is there now is whole.
     shared = [SHARED] + [c for c in copies_in(a) if c.startswith("memory/shared.conflict-")]
-    if storm.shared_person is not None:
-        assert storm.shared_person in _tokens(a, shared), shared
+    assert _tokens(a, shared)  # each one write's whole text
     history = _git(remote, "log", "main", "-p", "--format=", "--", "memory/shared*").stdout
-    for token in storm.shared_b:
-        assert token in re.findall(r"\bt[0-9]+\b", history), token
+    written = set(re.findall(r"\bt[0-9]+\b", history))
+    for token in storm.shared_b + [storm.shared_person or "t0"]:
+        assert token in written, token
     # The person merges the copies by hand (here: deletes them); that syncs everywhere.
     assert set(copies_in(a)) == set(shared[1:]) | storm.tool_copies
     for rel in copies_in(a):
@@ -446,3 +448,37 @@ def test_the_commit_a_sync_reports_is_the_one_on_the_remote(tmp_path, pushes):
     assert result.commit == on_remote
     assert _content(a, "memory/late.md", "HEAD") == "t2"  # committed, for the next sync
     assert _content(remote, "memory/late.md", "main") is ABSENT
+
+
+def test_a_git_commit_by_hand_during_a_memorize_merge_is_never_undone(tmp_path):
+    """The same race in memorize commit (update.apply moves the branch for both): a
+    person's `git commit` landing while a scheduled run merges is kept, on disk and in git."""
+    from memwiki.memorize.commit import commit as memorize_commit
+    from memwiki.wiki import Wiki
+
+    _, a, _ = _devices(tmp_path)
+    session = tmp_path / "session.json"
+    session.write_text(
+        json.dumps({"items": [{"type": "message", "role": "user", "content": "hi"}]})
+    )
+    prep = _memwiki(a, "memorize", "prepare", str(session), "--json")
+    assert prep.returncode == 0, prep.stderr
+    run = json.loads(prep.stdout)
+    learned = _text("learned", "from the run t1", "# learned\nt1\n")
+    (Path(run["workspace"]) / "memory/learned.md").write_text(learned)
+    mine = _text("base-0", "edited by hand t2", "# Base 0\nt2\n")
+
+    def person_commits(step: str) -> None:
+        if step == "merge-made":
+            (a / "memory/base-0.md").write_text(mine)
+            _git(a, "commit", "-q", "-am", "by hand")
+
+    wiki = Wiki.open(a)
+    with pytest.raises(StateError, match="the branch moved"):
+        memorize_commit(wiki, run["run_id"], _checkpoint=person_commits)
+    assert (a / "memory/base-0.md").read_text() == mine
+    done = _memwiki(a, "memorize", "commit", run["run_id"], "--json")  # run again: merged
+    assert done.returncode == 0, done.stderr
+    assert _content(a, "memory/base-0.md", "HEAD") == "t2"
+    assert _content(a, "memory/learned.md", "HEAD") == "t1"
+    assert _git(a, "status", "--porcelain").stdout == ""

@@ -581,3 +581,34 @@ def test_a_half_done_update_is_finished_or_its_files_kept(tmp_path, person_edite
     else:  # finished as if never interrupted
         assert (result.committed, result.merged, result.pushed) == (None, "none", False)
         assert head(a.root) == new
+
+
+@pytest.mark.parametrize("step", ["merge-made", "checked-out"])
+def test_a_git_commit_by_hand_during_the_merge_is_never_undone(tmp_path, step):
+    """Bug: sync merged onto the HEAD it had read, checked the merge out and set the branch
+    to it; a person's `git commit` landing in between (sync holds memwiki's lock, not
+    git's) was dropped from the branch, and the checkout put their file back as it was."""
+    remote, a, b = _two_devices(tmp_path)
+    write(b.root, "memory/from-b.md", recall("from-b", "Pushed by B.\n"))
+    syncmod.sync(b, load())
+    write(a.root, "memory/from-a.md", recall("from-a", "Hand edit on A.\n"))
+    mine = recall("shared", "zero\ncommitted by hand on A\n")
+
+    def person_commits(reached: str) -> None:
+        if reached == step:  # before sync checks the merge out, or before it moves the branch
+            write(a.root, "memory/shared.md", mine)
+            gitcli(a.root, "commit", "-q", "-am", "by hand")
+
+    with pytest.raises(StateError, match="the branch moved"):
+        syncmod.sync(a, load(), _checkpoint=person_commits)
+    assert read(a.root, "memory/shared.md") == mine
+    assert "committed by hand" in gitcli(a.root, "show", "HEAD:memory/shared.md")
+    result = syncmod.sync(a, load())  # the next sync merges it all
+    assert result.pushed and result.conflicts == []
+    syncmod.sync(b, load())
+    for w in (a, b):
+        assert read(w.root, "memory/shared.md") == mine
+        assert read(w.root, "memory/from-a.md") == recall("from-a", "Hand edit on A.\n")
+        assert read(w.root, "memory/from-b.md") == recall("from-b", "Pushed by B.\n")
+        assert gitcli(w.root, "status", "--porcelain") == ""
+    assert head(a.root) == head(b.root) == gitcli(remote, "rev-parse", "main").strip()
