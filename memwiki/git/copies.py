@@ -6,6 +6,7 @@ of hand edits takes."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 import pygit2
@@ -15,7 +16,7 @@ from ..recallfile import COPY_RE
 from ..recallfile.model import numbered_copy_stem, sync_copy_named, sync_copy_of
 
 
-def walk(root: Path):
+def walk(root: Path) -> Iterator[tuple[Path, str]]:
     """(folder, file name) for every file of a wiki's work tree but .git and .memwiki."""
     for folder, dirs, names in os.walk(root):
         if Path(folder) == root:
