@@ -234,6 +234,11 @@ class Storm:
         else:
             self.person[rel] = token
         self._count("a-person")
+        if self.rng.random() < 0.2:  # and commits it with git, racing memwiki's commits
+            done = _git(
+                self.roots["a"], "commit", "-q", "-m", f"by hand {token}", "--", rel, check=False
+            )
+            self._count("a-git-commit" if done.returncode == 0 else "a-git-commit refused")
 
     def _kill(self, op: Op) -> None:
         op.killed = True
@@ -257,6 +262,9 @@ class Storm:
             return
         if code == 4 and op.kind == "sync" and "kept moving" in text:
             self._count(f"{op.device}-sync gave up")  # documented: run it again
+            return
+        if code == 4 and "the branch moved" in text:  # the person's `git commit`, meanwhile
+            self._count(f"{op.device}-{op.kind} refused: branch moved")  # run it again
             return
         if code != 0:
             what = "killed, then" if op.killed else ""
