@@ -366,10 +366,19 @@ def check(storm: Storm, remote: Path, a: Path, b: Path) -> None:
     # it synced, may rightly have replaced it since); what is there now is whole.
     shared = [SHARED] + [c for c in copies_in(a) if c.startswith("memory/shared.conflict-")]
     assert _tokens(a, shared)  # each one write's whole text
-    history = _git(remote, "log", "main", "-p", "--format=", "--", "memory/shared*").stdout
+    # --full-history: a side that a merge dropped is shown, not simplified away.
+    log = ["log", "main", "--full-history", "--format=%H"]
+    history = _git(remote, *log, "-p", "--", "memory/shared*").stdout
     written = set(re.findall(r"\bt[0-9]+\b", history))
     for token in storm.shared_b + [storm.shared_person or "t0"]:
         assert token in written, token
+    last = storm.shared_person
+    if last is not None and last not in _tokens(a, shared):
+        # Gone from the note and its copies: then a later write replaced it, one whose
+        # parent held it (`log -G` without -m shows no merge: one dropping it is a loss).
+        word = f"-G(^|[^0-9a-z]){last}([^0-9]|$)"
+        found = _git(remote, *log, word, "--", SHARED).stdout.split()
+        assert found and _content(remote, SHARED, found[0]) != last, f"{last} dropped"
     # The person merges the copies by hand (here: deletes them); that syncs everywhere.
     assert set(copies_in(a)) == set(shared[1:]) | storm.tool_copies
     for rel in copies_in(a):
@@ -400,7 +409,8 @@ def check(storm: Storm, remote: Path, a: Path, b: Path) -> None:
     assert fsck.returncode == 0 and not fsck.stderr.strip(), fsck.stderr
     # Nothing in the remote's whole history is a temporary file, a conflict copy or a
     # file with conflict markers.
-    paths = set(_git(remote, "log", "main", "--name-only", "--format=").stdout.split("\n"))
+    # -m: what a merge commit itself brought (a conflict copy is made by one) is listed.
+    paths = set(_git(remote, "log", "main", "-m", "--name-only", "--format=").stdout.split("\n"))
     bad = [
         p
         for p in paths
@@ -409,7 +419,7 @@ def check(storm: Storm, remote: Path, a: Path, b: Path) -> None:
         or p in storm.tool_copies
     ]
     assert not bad, bad
-    marked = _git(remote, "log", "main", "--format=%H", "-G^(<<<<<<<|>>>>>>>)( |$)").stdout
+    marked = _git(remote, "log", "main", "-m", "--format=%H", "-G^(<<<<<<<|>>>>>>>)( |$)").stdout
     assert not marked.strip(), marked
 
 
