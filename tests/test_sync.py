@@ -459,7 +459,10 @@ def test_memwiki_sync_killed_at_random_moments_loses_nothing(tmp_path, run_memwi
     assert head(a.root) == head(b.root) == gitcli(remote, "rev-parse", "main").strip()
 
 
-def test_a_stale_git_lock_left_by_a_killed_sync_is_cleared(tmp_path):
+def test_a_stale_git_lock_left_by_a_killed_sync_is_cleared(tmp_path, monkeypatch):
+    from memwiki.git import gitlocks
+
+    monkeypatch.setattr(gitlocks, "GIT_LOCK_WAIT_S", 0.3)  # how long a live git may hold it
     _, a, _ = _two_devices(tmp_path)
     started = time.time()
     a.sidecar.mkdir(exist_ok=True)
@@ -472,6 +475,40 @@ def test_a_stale_git_lock_left_by_a_killed_sync_is_cleared(tmp_path):
     write(a.root, "memory/after.md", recall("after", "After the crash.\n"))
     result = syncmod.sync(a, load())
     assert result.pushed and not stale.exists() and older.exists()
+
+
+HOLDER = """
+import os, sys, time
+lock = sys.argv[1]
+fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+print("held", flush=True)
+time.sleep(1.5)
+print("intact" if os.path.exists(lock) else "deleted under me", flush=True)
+os.close(fd)
+os.unlink(lock) if os.path.exists(lock) else None
+"""
+
+
+def test_the_sync_after_a_killed_one_leaves_a_live_gits_lock_alone(tmp_path):
+    """Bug: the sync after a killed one deleted every git lock made since that sync began,
+    also one a live git held right then (a person's `git commit` running its hooks holds
+    index.lock; memorize prepare creating its run branch holds that ref's lock)."""
+    _, a, _ = _two_devices(tmp_path)
+    a.sidecar.mkdir(exist_ok=True)
+    (a.sidecar / "sync.json").write_text(json.dumps({"started": time.time() - 60, "pid": 1}))
+    write(a.root, "memory/after.md", recall("after", "After the crash.\n"))
+    lock = Path(a.repo.path) / "index.lock"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(lock)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        result = syncmod.sync(a, load())
+    finally:
+        out, _ = holder.communicate(timeout=30)
+    assert out == "intact\n"
+    assert result.pushed and "memory/after.md" in gitcli(a.root, "ls-files").split()
+    assert not lock.exists() and not (a.sidecar / "sync.json").exists()
 
 
 def test_a_ref_lock_left_in_a_local_remote_by_a_dead_push_blocks_nobody(tmp_path):
@@ -544,3 +581,34 @@ def test_a_half_done_update_is_finished_or_its_files_kept(tmp_path, person_edite
     else:  # finished as if never interrupted
         assert (result.committed, result.merged, result.pushed) == (None, "none", False)
         assert head(a.root) == new
+
+
+@pytest.mark.parametrize("step", ["merge-made", "checked-out"])
+def test_a_git_commit_by_hand_during_the_merge_is_never_undone(tmp_path, step):
+    """Bug: sync merged onto the HEAD it had read, checked the merge out and set the branch
+    to it; a person's `git commit` landing in between (sync holds memwiki's lock, not
+    git's) was dropped from the branch, and the checkout put their file back as it was."""
+    remote, a, b = _two_devices(tmp_path)
+    write(b.root, "memory/from-b.md", recall("from-b", "Pushed by B.\n"))
+    syncmod.sync(b, load())
+    write(a.root, "memory/from-a.md", recall("from-a", "Hand edit on A.\n"))
+    mine = recall("shared", "zero\ncommitted by hand on A\n")
+
+    def person_commits(reached: str) -> None:
+        if reached == step:  # before sync checks the merge out, or before it moves the branch
+            write(a.root, "memory/shared.md", mine)
+            gitcli(a.root, "commit", "-q", "-am", "by hand")
+
+    with pytest.raises(StateError, match="the branch moved"):
+        syncmod.sync(a, load(), _checkpoint=person_commits)
+    assert read(a.root, "memory/shared.md") == mine
+    assert "committed by hand" in gitcli(a.root, "show", "HEAD:memory/shared.md")
+    result = syncmod.sync(a, load())  # the next sync merges it all
+    assert result.pushed and result.conflicts == []
+    syncmod.sync(b, load())
+    for w in (a, b):
+        assert read(w.root, "memory/shared.md") == mine
+        assert read(w.root, "memory/from-a.md") == recall("from-a", "Hand edit on A.\n")
+        assert read(w.root, "memory/from-b.md") == recall("from-b", "Pushed by B.\n")
+        assert gitcli(w.root, "status", "--porcelain") == ""
+    assert head(a.root) == head(b.root) == gitcli(remote, "rev-parse", "main").strip()

@@ -166,8 +166,8 @@ def print_sync(result) -> None:
         if c.kind == "file-and-folder":
             where += f" (a file here, a folder on the other side: {c.kept}' folder stays)"
         print(f"conflict  {c.path}{where}")
-    new = {c.copy for c in result.conflicts}
+    new = {c.copy for c in result.conflicts} | {p["path"] for p in result.not_committed}
     for copy in result.conflict_copies:
         if copy not in new:
-            print(f"unresolved {copy} (an earlier conflict copy)")
+            print(f"unresolved {copy} (a conflict copy of {result.copy_of[copy]})")
     print(f"commit    {result.commit[:12] if result.commit else '-'}")

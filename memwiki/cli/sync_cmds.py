@@ -23,11 +23,17 @@ def sync(
         emit_json(result.to_dict())
     else:
         print_sync(result)
-    if result.conflict_copies:
+    others = set(result.other_tools_copies)
+    if set(result.conflict_copies) - others:
         warn(
             "conflict copies hold the remote's version: merge them by hand (`memwiki lint` lists them)"
         )
-    if result.not_committed:
+    if others:
+        warn(
+            "copies another sync tool made (Dropbox, Syncthing, iCloud): merge each into the"
+            " file it copies, then delete it; sync never commits a new one"
+        )
+    if any(p["path"] not in others for p in result.not_committed):
         warn("invalid RecallFiles were not committed: fix them (`memwiki lint`) and sync again")
 
 

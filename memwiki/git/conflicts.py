@@ -23,7 +23,6 @@ Used by memorize commit (label ``run-<id>``) and by sync (label ``remote``):
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
@@ -35,6 +34,7 @@ from .. import markdown
 from ..errors import InvalidInput
 from ..recallfile import COPY_RE
 from . import repo as gitstore
+from .copies import walk
 
 LABEL_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,80}$")
 # Stamps memorize commit writes on every changed file, and which of two values wins. The
@@ -320,10 +320,7 @@ def find_conflict_copies(root: Path) -> list[Path]:
     """Every conflict copy anywhere in a wiki's work tree (not in .git or .memwiki), sorted."""
     root = Path(root)
     found: list[Path] = []
-    for folder, dirs, names in os.walk(root):
-        if Path(folder) == root:
-            dirs[:] = [d for d in dirs if d not in (".git", ".memwiki")]
-        for name in names:
-            if ".conflict-" in name and COPY_RE.match(name) and (Path(folder) / name).is_file():
-                found.append(Path(folder) / name)
+    for folder, name in walk(root):
+        if ".conflict-" in name and COPY_RE.match(name) and (folder / name).is_file():
+            found.append(folder / name)
     return sorted(found)

@@ -68,3 +68,37 @@ def retry_moved(attempt):
         except (HeadMoved, GitBusy):  # staged again from the work tree: nothing of theirs lost
             time.sleep(0.05)
     return attempt()
+
+
+def remove_stale(repo: pygit2.Repository, since: float) -> list[str]:
+    """Delete git lock files a killed process left behind (created after it started, at
+    `since`): sync's recovery.
+
+    A lock that goes away within GIT_LOCK_WAIT_S was a live git's, not the killed one's:
+    bug it prevents, any lock made since the killed sync began was deleted at once, also
+    the index.lock a person's `git commit` holds while its hooks run, or the ref lock of
+    a memorize run's branch being created (which then failed).
+    """
+    gitdir = Path(repo.path)
+    candidates = [p for p in gitdir.glob("*.lock") if p.is_file()]
+    for sub in ("refs", "logs"):
+        candidates += [p for p in (gitdir / sub).rglob("*.lock") if p.is_file()]
+    found = []
+    for path in candidates:
+        try:
+            if path.stat().st_mtime >= since - 1:
+                found.append(path)
+        except OSError:
+            continue
+    deadline = time.monotonic() + GIT_LOCK_WAIT_S
+    while found and time.monotonic() < deadline:
+        time.sleep(0.05)
+        found = [p for p in found if p.exists()]
+    removed = []
+    for path in found:
+        try:
+            path.unlink()
+            removed.append(str(path.relative_to(gitdir)))
+        except OSError:
+            continue
+    return removed

@@ -154,11 +154,18 @@ def _drop_private(index: pygit2.Index) -> None:
         index.remove(path)
 
 
-def stage_all(repo: pygit2.Repository, skip: set[str] | frozenset[str] = frozenset()) -> None:
+def stage_all(
+    repo: pygit2.Repository,
+    skip: set[str] | frozenset[str] = frozenset(),
+    hand_edits: bool = False,
+) -> None:
     """Stage every change in the work tree (new, modified, deleted), respecting .gitignore.
 
-    Paths in skip stay as they are in the index; .memwiki/ is never staged.
+    Paths in skip stay as they are in the index; .memwiki/ is never staged; with
+    hand_edits, neither is a new file another sync tool made as a conflict copy.
     """
+    from .copies import other_tools_copy  # it reads the recallfile model: only when needed
+
     wait_for_git(repo)
     index = _read_index(repo)
     refuse_unfinished(repo, index)
@@ -166,6 +173,9 @@ def stage_all(repo: pygit2.Repository, skip: set[str] | frozenset[str] = frozens
         if flags & pygit2.GIT_STATUS_IGNORED or path in skip or _private(path):
             if flags & pygit2.GIT_STATUS_WT_NEW and is_temp_name(path.rsplit("/", 1)[-1]):
                 _drop_stale_temp(Path(repo.workdir) / path)
+            continue
+        new = flags & pygit2.GIT_STATUS_WT_NEW
+        if hand_edits and new and other_tools_copy(Path(repo.workdir), path) is not None:
             continue
         if flags & pygit2.GIT_STATUS_WT_DELETED:
             index.remove(path)
@@ -282,10 +292,15 @@ def commit_all(
     message: str | None = None,
     skip: set[str] | frozenset[str] = frozenset(),
 ) -> tuple[str | None, Changes]:
-    """Stage and commit everything that changed (but skip); (None, empty) when nothing did."""
+    """Stage and commit everything that changed (but skip); (None, empty) when nothing did.
+
+    Another sync tool's new conflict copy (Dropbox, Syncthing, iCloud) is never taken:
+    bug it prevents, a scheduled `memorize commit`, sweeping the hand edits made while its
+    run was open, committed them, and the next sync spread them to every device.
+    """
 
     def attempt() -> tuple[str | None, Changes]:
-        stage_all(repo, skip)
+        stage_all(repo, skip, hand_edits=True)
         return _commit_staged(repo, message)
 
     return retry_moved(attempt)

@@ -31,10 +31,11 @@ import pygit2
 from ..errors import MemwikiError, StateError
 from ..fsutil import atomic_write_text
 from ..lock import FileLock
-from . import network, precommit, update
+from . import gitlocks, network, precommit, update
 from . import repo as gitstore
 from .changes import Change, merge_message
-from .conflicts import COPY_RE, Conflict, find_conflict_copies
+from .conflicts import COPY_RE, Conflict
+from .copies import copies_in, held_back
 from .merge import current_branch_head, make_merge_commit
 from .remotes import (  # noqa: F401 (the devices API in one place)
     DEFAULT_REMOTE,
@@ -74,7 +75,13 @@ class SyncResult:
     changes: list[Change] = field(default_factory=list)  # of the hand-edit commit
     not_committed: list[dict] = field(default_factory=list)  # [{path, problem}]
     conflict_copies: list[str] = field(default_factory=list)  # every one in the wiki now
+    copy_of: dict[str, str] = field(default_factory=dict)  # {conflict copy: its original}
     messages: list[str] = field(default_factory=list)  # the server's `remote:` lines
+
+    @property
+    def other_tools_copies(self) -> list[str]:
+        """The conflict copies that another sync tool made (Dropbox, Syncthing, iCloud)."""
+        return [c for c in self.conflict_copies if not COPY_RE.match(PurePosixPath(c).name)]
 
     def to_dict(self) -> dict:
         """JSON form (the `memwiki sync --json` schema)."""
@@ -91,6 +98,7 @@ class SyncResult:
             "changes": [c.to_dict() for c in self.changes],
             "not_committed": [dict(p) for p in self.not_committed],
             "conflict_copies": list(self.conflict_copies),
+            "copy_of": dict(self.copy_of),
             "messages": list(self.messages),
         }
 
@@ -118,33 +126,16 @@ def _read_journal(wiki) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def _remove_stale_git_locks(repo: pygit2.Repository, since: float) -> list[str]:
-    """Delete git lock files a killed sync left behind (created after it started)."""
-    gitdir = Path(repo.path)
-    removed = []
-    candidates = [p for p in gitdir.glob("*.lock") if p.is_file()]
-    for sub in ("refs", "logs"):
-        candidates += [p for p in (gitdir / sub).rglob("*.lock") if p.is_file()]
-    for path in candidates:
-        try:
-            if path.stat().st_mtime >= since - 1:
-                path.unlink()
-                removed.append(str(path.relative_to(gitdir)))
-        except OSError:
-            continue
-    return removed
-
-
 def _recover(wiki) -> None:
     """Finish what a killed sync left half done (called holding both locks)."""
     data = _read_journal(wiki)
     if data is not None and isinstance(data.get("started"), int | float):
-        _remove_stale_git_locks(wiki.repo, float(data["started"]))
+        gitlocks.remove_stale(wiki.repo, float(data["started"]))
     update.recover(wiki.repo, update.journal_path(wiki.sidecar))
     _journal_path(wiki).unlink(missing_ok=True)
 
 
-def _invalid_hand_edits(wiki) -> list[dict]:
+def _invalid_hand_edits(wiki, skip: set[str]) -> list[dict]:
     """Changed RecallFiles that memwiki's own checks (the pre-commit ones) would refuse."""
     from .. import recallfile as rfmod
     from ..layout import app_folders
@@ -160,6 +151,7 @@ def _invalid_hand_edits(wiki) -> list[dict]:
             or any(p.startswith(".") for p in parts)
             or any(rel.startswith(f"{folder}/") for folder in apps)
             or COPY_RE.match(parts[-1])
+            or rel in skip
             or not path.is_file()
             or not (wiki.root / parts[0]).is_dir()
         ):
@@ -261,7 +253,8 @@ def _integrate(wiki, config, result: SyncResult, tracking: str, upstream: str, c
     repo = wiki.repo
     # Hand edits become a commit that takes part in the merge: the checkout below can then
     # never be refused by (or overwrite) them. Invalid RecallFiles stay out of it.
-    refused = _invalid_hand_edits(wiki)
+    refused = held_back(wiki.repo)
+    refused += _invalid_hand_edits(wiki, {p["path"] for p in refused})
     skip = {p["path"] for p in refused}
     # In a wiki with pre-commit installed, its hooks check what sync commits, as for `git commit`.
     others = [p for p in gitstore.pending_paths(repo) if p not in skip]
@@ -340,14 +333,22 @@ def sync(
             upstream = fetched_upstream(repo, branch, remote)
             tracking = f"refs/remotes/{remote}/{upstream}"
             checkpoint("fetched")
+            # What the sync reports is the commit it left on both sides, read before the
+            # lock is let go: an agent's commit right after it is the next sync's. Bug it
+            # prevents: the branch was read for the report after the push, so an `add` or
+            # memorize commit landing meanwhile was reported as synced, though never pushed.
             while True:
                 with wiki.write_lock():
                     _integrate(wiki, config, result, tracking, upstream, checkpoint)
+                    synced = repo.references[ref_name].target
+                checkpoint("integrated")
                 theirs = lookup(repo, tracking)
-                if theirs is not None and theirs.id == repo.references[ref_name].target:
+                if theirs is not None and theirs.id == synced:
                     break
                 if _before_push is not None:
                     _before_push()
+                # The push sends the branch as it is then: this commit or one after it.
+                synced = repo.references[ref_name].target
                 outcome = network.push(repo, remote, ref_name, upstream, config)
                 result.messages += outcome.messages
                 if outcome.pushed:
@@ -363,10 +364,11 @@ def sync(
                 result.messages += network.fetch(repo, remote, config)
             with wiki.write_lock():
                 set_upstream(repo, branch, remote, upstream)
-            result.commit = str(repo.references[ref_name].target)
-            result.conflict_copies = [
-                p.relative_to(wiki.root).as_posix() for p in find_conflict_copies(wiki.root)
-            ]
+            result.commit = str(synced)
+            # A copy git ignores (one moved to Obsidian's .trash/) is resolved, not pending.
+            copies = copies_in(wiki.root)
+            result.copy_of = {c: o for c, o in copies.items() if not repo.path_is_ignored(c)}
+            result.conflict_copies = list(result.copy_of)
         except MemwikiError:
             # A handled failure leaves the wiki consistent: nothing for the next sync to finish.
             _journal_path(wiki).unlink(missing_ok=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import CheckoutStrategy
 
-from ..errors import StorageError
+from ..errors import StateError, StorageError
 from ..fsutil import atomic_write_text
 
 JOURNAL = "update.json"
@@ -48,7 +48,16 @@ def apply(
     refused: str,
     checkpoint: Callable[[str], None] | None = None,
 ) -> None:
-    """Check out new (SAFE), then move the branch to it (step 2); refused: the error text."""
+    """Check out new (SAFE), then move the branch to it (step 2); refused: the error text.
+
+    StateError when the branch moved away from the recorded commit meanwhile (a person's
+    `git commit`, which takes git's lock, not memwiki's). Bug it prevents: the branch was
+    set to new regardless, dropping their commit, and the checkout, whose baseline was
+    their commit, put their file back as it was before. Now nothing of theirs is touched
+    (before the checkout), or the files of new stay as edits on top of their commit
+    (after it), which the next run commits and merges again.
+    """
+    _refuse_moved(repo, journal, ref_name)
     try:
         repo.checkout_tree(repo[new], strategy=CheckoutStrategy.SAFE)
     except pygit2.GitError as exc:
@@ -56,10 +65,27 @@ def apply(
         raise StorageError(f"{refused} ({exc})") from None
     if checkpoint is not None:
         checkpoint("checked-out")
+    _refuse_moved(repo, journal, ref_name)
     repo.references[ref_name].set_target(new, message)
     if checkpoint is not None:
         checkpoint("ref-moved")
     journal.unlink(missing_ok=True)
+
+
+def _refuse_moved(repo: pygit2.Repository, journal: Path, ref_name: str) -> None:
+    """StateError (and the record dropped) when ref_name is no longer at the recorded old."""
+    try:
+        old = json.loads(journal.read_text(encoding="utf-8"))["old"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # no record to hold the branch to
+    ref = repo.references.get(ref_name)
+    if ref is not None and str(ref.target) == old:
+        return
+    journal.unlink(missing_ok=True)
+    raise StateError(
+        "the branch moved while memwiki was updating the files (a `git commit` by hand?); "
+        "nothing was lost: run the command again"
+    )
 
 
 def _half_written(repo: pygit2.Repository, new: pygit2.Commit, path: str, file: Path) -> bool:

@@ -157,24 +157,30 @@ def conflict_copy_of(name: str) -> str | None:
     return m["stem"]
 
 
-# The copies other sync tools make of a note two devices changed, as (stem pattern, who):
-# the copy keeps the original's `name:`, so without these it read as a misnamed note.
+# The copies other sync tools make of a note two devices changed, as (stem pattern, who,
+# whether the name alone proves it): the copy keeps the original's `name:`, so without these
+# it read as a misnamed note.
 # Dropbox: "x (conflicted copy).md", "x (Ann's conflicted copy 2024-01-01).md" (any text
 # around "conflicted copy", as Obsidian Sync and other tools write it too); Syncthing:
 # "x.sync-conflict-20240101-123456-ABCDEFG.md"; iCloud Drive: "x 2.md" (Obsidian's own
 # *Make a copy* numbers its copies the same way, so that one is named for what it is).
+# "Chapter 2.md" beside "Chapter.md" is as likely a name someone chose: a numbered name
+# is a copy only when its `name:` is the original's.
 SYNC_COPIES = (
     (
         re.compile(r"^(?P<stem>.+?) \([^()]*conflicted copy[^()]*(?:\(\d+\))?\)$", re.I),
         "a conflict copy of {} (Dropbox's naming)",
+        True,
     ),
     (
         re.compile(r"^(?P<stem>.+?)\.sync-conflict-\d{8}-\d{6}-[A-Za-z0-9]+$"),
         "a conflict copy of {} made by Syncthing",
+        True,
     ),
     (
         re.compile(r"^(?P<stem>.+?) \d{1,3}$"),
         "a numbered copy of {} (iCloud's conflict copy, or Obsidian's Make a copy)",
+        False,
     ),
 )
 
@@ -182,11 +188,28 @@ SYNC_COPIES = (
 def sync_copy_of(stem: str, name: str) -> str | None:
     """What the file stem is when it copies the note called name (SYNC_COPIES): a format
     with {} for the original's path; None when it is no such copy."""
-    for pattern, what in SYNC_COPIES:
+    for pattern, what, _ in SYNC_COPIES:
         m = pattern.match(stem)
         if m is not None and m["stem"] == name:
             return what
     return None
+
+
+def sync_copy_named(stem: str) -> tuple[str, str] | None:
+    """(the original's stem, what it is) when a file stem alone says another sync tool made
+    it as a conflict copy (Dropbox's or Syncthing's naming, whatever the file holds)."""
+    for pattern, what, by_name in SYNC_COPIES:
+        m = pattern.match(stem)
+        if by_name and m is not None:
+            return m["stem"], what
+    return None
+
+
+def numbered_copy_stem(stem: str) -> str | None:
+    """The original's stem when stem is numbered as a copy ("x 2"): a copy only if its
+    `name:` says so (sync_copy_of)."""
+    m = SYNC_COPIES[-1][0].match(stem)
+    return m["stem"] if m is not None else None
 
 
 def mend_surrogates(text: str) -> str:
