@@ -103,3 +103,68 @@ def test_an_anchor_is_the_literal_every_match_holds_within_its_lead():
     assert [m.span() for m in scan.finditer(rx, text, scan.anchor(rx), text)] == [
         m.span() for m in rx.finditer(text)
     ]
+
+
+def test_the_characters_that_fold_to_ascii_are_all_known():
+    # literal_low trusts str.find in text.lower() unless one of these is in the text
+    letter = re.compile("[a-z]", re.IGNORECASE)
+    found = ""
+    for cp in range(0x80, sys.maxunicode + 1):
+        c = chr(cp)
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        low = c.lower()
+        if len(low) != 1 or low.isascii() or letter.match(c):
+            found += c
+    assert found == scan.FOLDS_TO_ASCII
+
+
+def test_anchored_scanning_of_text_beyond_ascii_yields_what_finditer_yields():
+    rng = random.Random(9)
+    lines = [t for _, t, _ in SAMPLES] + BENIGN
+    texts = []
+    for extra in ("→", "é", "ſ", "İ", "\u212a", "ı", "Σ"):
+        # the odd character where it can stand for a letter of a literal (`paſsword`)
+        odd = f" pa{extra}sword is Sun#2024x, to{extra}en is Qw8zLm2#x; {extra}dentified by 'Qw8zL'"
+        picked = [*rng.sample(lines, 12), "password=Zx9kLm2Qp kind: Secret", odd]
+        # numbered like a file an agent read
+        texts.append("\n".join(f"{i:6}{extra}{ln}" for i, ln in enumerate(picked)))
+    anchored = [p for p in ALL_PATTERNS if (a := scan.anchor(p)) is not None and a.literals]
+    matched = 0
+    for pattern in anchored:
+        anchor = scan.anchor(pattern)
+        for text in texts:
+            low = scan.literal_low(text, text.lower())
+            want = [(m.span(), m.groups()) for m in pattern.finditer(text)]
+            got = [(m.span(), m.groups()) for m in scan.finditer(pattern, text, anchor, low)]
+            assert got == want, (pattern.pattern, text[:120])
+            matched += len(want)
+    assert matched >= 10
+
+
+def test_a_rule_tried_only_inside_runs_yields_what_finditer_yields():
+    rule = next(r for r in scrub_rules._CLASS_RULES if r.runs is not None)
+    body = "Zx9kLm2QpR7vT4wYb8Nc3Dd5Ee6Ff"
+    texts = [t for _, t, _ in SAMPLES] + [
+        f"whsec_{body} x-{body}-ab_{body} é{body}_q{body} ab_{body}é sk_live_{body}",
+        f"-{body}--{body} a-b-c-{body} {body[:26]} sha1_{body} pre-{body}-{body}",
+        "\n".join(BENIGN),
+    ]
+    for text in texts:
+        want = [(m.span(), m.groups()) for m in rule.pattern.finditer(text)]
+        got = [(m.span(), m.groups()) for m in scan.in_runs(rule.pattern, text, rule.runs)]
+        assert got == want, text[:120]
+    assert sum(len(list(rule.pattern.finditer(t))) for t in texts) >= 5
+
+
+def test_the_long_flag_rule_spelled_to_start_with_a_literal_matches_as_before():
+    before = re.compile(r"(?<![\w-])" + scrub_rules._LONG_FLAG.pattern.replace(
+        r"(?i:-(?<![\w-]-)-?", r"(?i:--?", 1))  # fmt: skip
+    assert before.pattern != scrub_rules._LONG_FLAG.pattern
+    texts = [t for _, t, _ in SAMPLES] + BENIGN + [
+        "--password x a--password y -token=z x-token w --db-password v\n-pwd u",
+        "---password q --x_api-key r ab-secret s\t--Auth-Token t",
+    ]
+    for text in texts:
+        want = [(m.span(), m.groups()) for m in before.finditer(text)]
+        assert [(m.span(), m.groups()) for m in scrub_rules._LONG_FLAG.finditer(text)] == want

@@ -19,6 +19,7 @@ from typing import Any
 
 from . import gitleaks, scan, scrub_rules, scrub_values
 from .schema import Session
+from .scrub_rules import BLOCK_KEYWORDS
 from .scrub_values import CODE_WORDS, MARK, key_strength
 
 __all__ = [
@@ -136,13 +137,18 @@ def _layers(text: str, fast: bool = True) -> list[tuple[int, int, str]]:
     keywords = _keywords() if fast else None
     windows = _windows(text)
     low = text.lower()
-    present = keywords.present(low) if keywords else None
+    present = None
+    if keywords is not None:
+        # Split into windows, the whole text is searched only for the block rules' few
+        # keywords (find_blocks asks for no other); each window finds its own.
+        whole = len(windows) == 1
+        present = keywords.present(low) if whole else {k for k in BLOCK_KEYWORDS if k in low}
     found: list[tuple[int, int, str]] = scrub_rules.find_blocks(text, present)
     for offset, chunk in windows:
         if len(windows) > 1:
             low = chunk.lower()
             present = keywords.present(low) if keywords else None
-        ascii_low = low if chunk.isascii() else None
+        ascii_low = scan.literal_low(chunk, low)
         spans: list[tuple[int, int, str]] = []
         for kind, pattern, group, keys in _COMPILED:  # every one has keywords
             matches = scan.keyed(pattern, keys, chunk, low, present, ascii_low)

@@ -17,8 +17,10 @@ from typing import NamedTuple
 
 from . import scan
 from .scrub_values import (
+    NEUTRAL,
     NEVER,
     STRONG,
+    WEAK,
     assignment_secret,
     hex_key,
     is_placeholder,
@@ -55,17 +57,24 @@ def _unquote(val: str) -> tuple[int, int, bool]:
     return 0, len(inner), True
 
 
+# The shortest value (quotes included) assignment_secret can call a secret, by key strength:
+# a random value needs 20 characters under a neutral name, 10 under a weak one, and
+# nothing is one under a NEVER name. Most `key: value` pairs stop here, before the rest.
+_SHORTEST = {NEUTRAL: 20, WEAK: 10, STRONG: 0, NEVER: 1 << 30}
+
+
 def _assignments(text: str) -> Iterator[Span]:
     pos = 0
     while (m := _ASSIGNMENT.search(text, pos)) is not None:
         # A value that is no secret may hold the next pair (`format=csv&token=…`,
         # `$env:API_TOKEN = …`): search again from inside it, not after it.
         pos = m.start("val")
-        if m.group("val").startswith("//") or (
-            m.group("key")[0] == "$" and "=" not in m.group("sep")
-        ):
+        val, strength = m.group("val"), key_strength(m.group("key"))
+        if len(val) < _SHORTEST[strength]:
+            continue  # what assignment_secret would say: no value this short can be one
+        if val.startswith("//") or (m.group("key")[0] == "$" and "=" not in m.group("sep")):
             continue  # `https://…` is a URL and `$PWD:/app` an expansion, not assignments
-        off, n, bare = _unquote(m.group("val"))
+        off, n, bare = _unquote(val)
         start = m.start("val") + off
         value = text[start : start + n]
         typed = m.group("sep").strip() == ":"
@@ -102,8 +111,10 @@ _CMD_FLAGS = (
     (r"net\s+use", r"/user:\S+\s+", ("net ",)),
 )  # fmt: skip
 _FLAG_VALUE = r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"'][^\s\"']*)"
+# `-(?<![\w-]-)` is `(?<![\w-])-` spelled so that the pattern starts with a literal, which
+# the regex engine searches for by skipping to each `-` (13x on this rule, same matches).
 _LONG_FLAG = re.compile(
-    r"(?<![\w-])(?i:--?(?:[a-z0-9]+[-_])*(?:password|passwd|pass|passphrase|token|secret|"
+    r"(?i:-(?<![\w-]-)-?(?:[a-z0-9]+[-_])*(?:password|passwd|pass|passphrase|token|secret|"
     r"api-?key|apikey|access-?key|secret-?key|auth-?token|storepass|keypass|pwd|"
     r"client-secret|sas))(?:=|[ \t]+)" + _FLAG_VALUE
 )
@@ -126,12 +137,18 @@ class _Rule(NamedTuple):
     group: int  # the group holding the secret; 0 = the first group that matched
     ok: Check | None  # a last look at the value (and the match)
     keys: tuple[str, ...]  # lower-case words one of which must be in the text; () = always
+    runs: scan.Runs | None = None  # where the fast path tries a rule without keywords
 
 
 def _rx(
-    pattern: str, kind: str, group: int = 0, ok: Check | None = None, keys: tuple[str, ...] = ()
+    pattern: str,
+    kind: str,
+    group: int = 0,
+    ok: Check | None = None,
+    keys: tuple[str, ...] = (),
+    runs: scan.Runs | None = None,
 ) -> _Rule:
-    return _Rule(re.compile(pattern), kind, group, ok, keys)
+    return _Rule(re.compile(pattern), kind, group, ok, keys, runs)
 
 
 def _pem_b64_private(value: str, m: re.Match[str] | None = None) -> bool:
@@ -213,7 +230,10 @@ _CLASS_RULES = [
     _rx(r"\b(?!(?i:sha|md|h|utf|crc)\d)[A-Za-z]{2,12}\d{0,2}(?:_[A-Za-z0-9]{1,8}){0,2}[_-]"
         r"([A-Za-z0-9_-]{24,})\b",
         "prefixed-token", 0,
-        lambda v, m: looks_random(v, 20) and _random_part(v) and not _named_not_secret(m)),
+        lambda v, m: looks_random(v, 20) and _random_part(v) and not _named_not_secret(m),
+        # all of it is [A-Za-z0-9_-], 27 characters at least, from a word boundary: the
+        # start of such a run or just after a `-` in it (scrub_speed.py: 3x on this rule)
+        runs=scan.Runs(re.compile(r"[A-Za-z0-9_-]{27,}"), "-")),
 ]  # fmt: skip
 
 
@@ -232,9 +252,9 @@ def _named_not_secret(m: re.Match[str]) -> bool:
 
 
 def _run(rules: list[_Rule], text: str, low: str, present: set[str] | None) -> Iterator[Span]:
-    ascii_low = low if low and text.isascii() else None
-    for pattern, kind, group, ok, keys in rules:
-        for m in scan.keyed(pattern, keys, text, low, present, ascii_low):
+    ascii_low = scan.literal_low(text, low) if low else None
+    for pattern, kind, group, ok, keys, runs in rules:
+        for m in scan.keyed(pattern, keys, text, low, present, ascii_low, runs):
             g = group or next((i for i in range(1, pattern.groups + 1) if m.group(i)), 0)
             value = m.group(g)
             if value and (ok is None or ok(value, m)):
@@ -242,6 +262,7 @@ def _run(rules: list[_Rule], text: str, low: str, present: set[str] | None) -> I
 
 
 KEYWORDS = {k for rule in _BLOCK_RULES + _CLASS_RULES for k in rule.keys}
+BLOCK_KEYWORDS = frozenset(k for rule in _BLOCK_RULES for k in rule.keys)
 
 
 def find_blocks(text: str, present: set[str] | None = None) -> list[Span]:
