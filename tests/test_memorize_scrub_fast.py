@@ -161,10 +161,14 @@ def test_the_long_flag_rule_spelled_to_start_with_a_literal_matches_as_before():
     before = re.compile(r"(?<![\w-])" + scrub_rules._LONG_FLAG.pattern.replace(
         r"(?i:-(?<![\w-]-)-?", r"(?i:--?", 1))  # fmt: skip
     assert before.pattern != scrub_rules._LONG_FLAG.pattern
-    texts = [t for _, t, _ in SAMPLES] + BENIGN + [
-        "--password x a--password y -token=z x-token w --db-password v\n-pwd u",
-        "---password q --x_api-key r ab-secret s\t--Auth-Token t",
-    ]
+    texts = (
+        [t for _, t, _ in SAMPLES]
+        + BENIGN
+        + [
+            "--password x a--password y -token=z x-token w --db-password v\n-pwd u",
+            "---password q --x_api-key r ab-secret s\t--Auth-Token t",
+        ]
+    )
     for text in texts:
         want = [(m.span(), m.groups()) for m in before.finditer(text)]
         assert [(m.span(), m.groups()) for m in scrub_rules._LONG_FLAG.finditer(text)] == want

@@ -63,6 +63,9 @@ def _unquote(val: str) -> tuple[int, int, bool]:
 _SHORTEST = {NEUTRAL: 20, WEAK: 10, STRONG: 0, NEVER: 1 << 30}
 
 
+_SHELL_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+
+
 def _assignments(text: str) -> Iterator[Span]:
     pos = 0
     while (m := _ASSIGNMENT.search(text, pos)) is not None:
@@ -78,7 +81,10 @@ def _assignments(text: str) -> Iterator[Span]:
         start = m.start("val") + off
         value = text[start : start + n]
         typed = m.group("sep").strip() == ":"
-        if assignment_secret(m.group("key"), value, bare, text[m.end() : m.end() + 3], typed):
+        # `PGPASSWORD=pw psql`, `export DB_PASS=x9`: shell and .env, where a value is text
+        literal = m.group("sep") == "=" and _SHELL_NAME.fullmatch(m.group("key")) is not None
+        after = text[m.end() : m.end() + 3]
+        if assignment_secret(m.group("key"), value, bare, after, typed, literal):
             yield start, start + n, "secret-assignment"
             pos = m.end()
     for m in _XML.finditer(text):
@@ -128,6 +134,18 @@ def _flag_value_ok(value: str, m: re.Match[str] | None = None) -> bool:
     return not (re.fullmatch(r"[~.]?/[\w./-]*|[\w-]+\.(?:txt|pem|key|json|env|file)", v))
 
 
+def _command_value_ok(value: str, m: re.Match[str] | None = None) -> bool:
+    """The value of a command's own password flag (`mysql -pPW`, `sshpass -p PW`)."""
+    v = value.strip("\"'")
+    if len(v) >= 3:
+        return _flag_value_ok(value, m)
+    # The flag says what follows is a password, however short; not a stand-in (`x`, `*`),
+    # a digit or two, punctuation (`mysql -p: prompts`) or a word of prose (`-p is`).
+    if v.startswith("-") or not re.search("[A-Za-z0-9]", v) or _FLAG_PROSE.match(v):
+        return False
+    return not value_is_code(v, False)
+
+
 Check = Callable[[str, re.Match[str]], bool]
 
 
@@ -157,6 +175,32 @@ def _pem_b64_private(value: str, m: re.Match[str] | None = None) -> bool:
     except (binascii.Error, ValueError):
         return False
     return b"PRIVATE KEY" in raw
+
+
+_PASSWORD_WORD = re.compile(r"(?i)pass(?:word|wd|phrase|code)|pwd")
+_LETTER_AND_DIGIT = re.compile(r"(?=.*[A-Za-z])(?=.*[0-9])")
+# what a password is hashed or encoded with: `the password is sha256 of …`
+_ALGORITHM = re.compile(r"(?i)(?:sha|md|crc|blake|argon|pbkdf|aes|rsa|ed|utf|base|rot|v)-?\d+\w*")
+
+
+def _prose_password(value: str, m: re.Match[str]) -> bool:
+    """`the token is Zx9!kLm2`; after `password` itself a digit among letters is enough."""
+    if passwordish(value):
+        return True
+    # `the password is hunter2`: a word with a digit is a password there, where after
+    # `token` or `key` it is as often a name (`the key is sha256`, `token of v1beta1`)
+    if not _PASSWORD_WORD.match(m.group(0)) or _ALGORITHM.fullmatch(value):
+        return False
+    return bool(_LETTER_AND_DIGIT.match(value))
+
+
+def _basic_credentials(value: str, m: re.Match[str] | None = None) -> bool:
+    """HTTP Basic credentials: base64 of `user:password`."""
+    try:
+        raw = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return b":" in raw
 
 
 # "password" in other languages, for the prose rule (keys are judged by scrub_values).
@@ -191,13 +235,17 @@ _CLASS_RULES = [
         r"([A-Za-z0-9._~+/=:\-]{8,})", "auth-header", 1,
         lambda v, m: not value_is_code(v, False) and v.lower() not in ("bearer", "basic"),
         ("authorization",)),
+    # `Basic` credentials shorter than the rule above takes: base64 of `user:password`
+    _rx(r"(?i:\b(?:proxy-)?authorization)[\"']?\s*[:=]\s*[\"']?(?i:basic)\s+"
+        r"([A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])", "auth-header", 1, _basic_credentials,
+        ("authorization",)),
     _rx(r"(?<![\w-])(?:-u|--user|--proxy-user|--basic-auth)(?:=|[ \t]+)[\"']?[^\s\"':]+:"
         r"([^\s\"']+)", "cli-password", 1,
         lambda v, m: not v.isdigit() and not value_is_code(v, False),
         ("-u", "-user", "--basic-auth")),
     *(
         _rx(rf"\b{cmd}\b[^\n|;&]*?(?<=\s){flag}{_FLAG_VALUE}", "cli-password", 1,
-            _flag_value_ok, keys)
+            _command_value_ok, keys)
         for cmd, flag, keys in _CMD_FLAGS
     ),
     _rx(r"(?<![\w-])-pass(?:in|out)?\s+pass:(\S+)", "cli-password", 1, None, ("-pass",)),
@@ -208,12 +256,12 @@ _CLASS_RULES = [
     _rx(r"(?m)^[^:\s#]+:(?:\d+|\*):[^:\s]+:[^:\s]+:([^\s:]{3,})[ \t]*$", "pgpass", 1),
     _rx(r"\$(?:2[abxy]?|1|5|6|apr1|y|argon2i?d?)\$[^\s:\"',;]{20,}", "password-hash", 0, None,
         ("$",)),
-    _rx(r"(?i)\b(?:identified\s+(?:with\s+\w+\s+)?by|password)\s+'([^'\n]{3,})'",
+    _rx(r"(?i)\b(?:identified\s+(?:with\s+\w+\s+)?by|password)\s+'([^'\n]+)'",
         "sql-password", 1, lambda v, m: not value_is_code(v, False), ("identified", "password")),
     # `the password is Hunter2!` in prose: only values that look like passwords
     _rx(r"(?i:\b(?:password|passphrase|passwd|pwd|passcode|pin|token|secret|api[ _-]?key)"
         r"\s+(?:(?:is|was|will be|of)\s+)?)[`'\"]?([^\s`'\"]{6,})", "secret-in-prose", 1,
-        lambda v, m: passwordish(v.rstrip(".,;:!?)")) and not value_is_code(v, True),
+        lambda v, m: _prose_password(v.rstrip(".,;:!?)"), m) and not value_is_code(v, True),
         ("pass", "pwd", "pin", "token", "secret", "key")),
     # the same in other languages: `Das Passwort ist …`, `密码是…`, `пароль: …`
     _rx(r"(?i:" + _PASSWORD_WORDS + r")(?:\s*[:：=]\s*|\s+(?:ist|lautet|war|est|es|era|é|är|er"
