@@ -172,3 +172,17 @@ def test_the_long_flag_rule_spelled_to_start_with_a_literal_matches_as_before():
     for text in texts:
         want = [(m.span(), m.groups()) for m in before.finditer(text)]
         assert [(m.span(), m.groups()) for m in scrub_rules._LONG_FLAG.finditer(text)] == want
+
+
+def test_a_lead_of_one_character_class_narrows_where_a_match_can_start():
+    rx = re.compile(r"(?i)[\w.-]{0,50}?(?:password)[ \t]*[:=][ \t]*(\w{6,})", re.ASCII)
+    a = scan.anchor(rx)
+    assert a is not None and a.run is not None and a.lead == 50
+    text = "x = 1; db.main-password = abcdef12 and é_password: q1w2e3r4 (password=zzzzzz)"
+    low = text.lower()
+    # the run of [\w.-] ending at each `password`: `db.main-`, `_` (é is no ASCII \w), none
+    starts = [first for first, _ in scan._starts(a, text, low)]
+    assert starts == [text.index("db.main"), text.index("_password"), text.index("(") + 1]
+    got = [(m.span(), m.groups()) for m in scan.finditer(rx, text, a, low)]
+    assert got == [(m.span(), m.groups()) for m in rx.finditer(text)] and len(got) == 3
+    assert scan.anchor(re.compile(r"[^x]{0,9}password")).run is None  # a negated set

@@ -86,25 +86,32 @@ class Anchor:
     finder: re.Pattern[str]
     lead: int
     literals: tuple[str, ...]  # lower case; all ASCII, or () when one is not
+    # `[class]*\Z` when everything before the literal is one character class (gitleaks'
+    # `[\w.-]{0,50}?password`): a match starts inside the run of it that ends at the literal
+    run: re.Pattern[str] | None = None
 
 
 def _width(item: tuple) -> int:
     return int(P.SubPattern(P.State(), [item]).getwidth()[1])
 
 
-def _anchor_in(items: list[tuple]) -> tuple[frozenset[str], int] | None:
-    """(literals, lead) for a parsed sequence: one literal is in every match, `lead` at most in."""
-    best: tuple[frozenset[str], int] | None = None
+Found = tuple[frozenset[str], int, list[tuple] | None]
+
+
+def _anchor_in(items: list[tuple]) -> Found | None:
+    """(literals, lead, items before) for a parsed sequence: one literal is in every match,
+    `lead` at most in, after those items (None: they are not known)."""
+    best: Found | None = None
     before = 0  # the most characters the items before the current one can match
     for i, (op, av) in enumerate(items):
-        found: tuple[frozenset[str], int] | None = None
+        found: Found | None = None
         if op is C.LITERAL:
             run = ""
             for op2, av2 in items[i:]:
                 if op2 is not C.LITERAL:
                     break
                 run += chr(av2)
-            found = (frozenset([run]), 0)
+            found = (frozenset([run]), 0, None)
         elif op is C.SUBPATTERN:
             found = _anchor_in(list(av[-1].data))
         elif op is C.BRANCH:
@@ -113,17 +120,56 @@ def _anchor_in(items: list[tuple]) -> tuple[frozenset[str], int] | None:
                 found = (
                     frozenset().union(*(a[0] for a in alts if a)),
                     max(a[1] for a in alts if a),
+                    None,
                 )
         if found is not None:
             lits, lead = found[0], found[1] + before
             key = (min(map(len, lits)), -lead)
-            if best is None or key > (min(map(len, best[0])), -best[1]):
-                best = (lits, lead)
+            # a longer literal too far in is no anchor at all (`…lob…(live|test)_`, 84 in)
+            usable = lead <= MAX_LEAD
+            if usable and (best is None or key > (min(map(len, best[0])), -best[1])):
+                best = (lits, lead, items[:i] if found[1] == 0 else None)
         width = _width((op, av))
         if width >= C.MAXREPEAT:
             break
         before += width
     return best
+
+
+_CATEGORIES = {
+    C.CATEGORY_DIGIT: r"\d", C.CATEGORY_NOT_DIGIT: r"\D", C.CATEGORY_SPACE: r"\s",
+    C.CATEGORY_NOT_SPACE: r"\S", C.CATEGORY_WORD: r"\w", C.CATEGORY_NOT_WORD: r"\W",
+}  # fmt: skip
+_REPEATS = (C.MAX_REPEAT, C.MIN_REPEAT, getattr(C, "POSSESSIVE_REPEAT", C.MAX_REPEAT))
+
+
+def _run_of(before: list[tuple] | None, flags: int) -> re.Pattern[str] | None:
+    """`[class]*\\Z` for items that are one character class, repeated (or zero-width)."""
+    parts: list[str] = []
+    for op, av in before or ():
+        if op is C.AT:
+            continue  # `\b`, `^`: zero-width, they only narrow where a match starts
+        if op in _REPEATS and len(av[2].data) == 1:
+            op, av = av[2].data[0]
+        if op is C.LITERAL:
+            parts.append(re.escape(chr(av)))
+        elif op is C.IN:
+            for op2, av2 in av:
+                if op2 is C.LITERAL:
+                    parts.append(re.escape(chr(av2)))
+                elif op2 is C.RANGE:
+                    parts.append(re.escape(chr(av2[0])) + "-" + re.escape(chr(av2[1])))
+                elif op2 is C.CATEGORY and av2 in _CATEGORIES:
+                    parts.append(_CATEGORIES[av2])
+                else:
+                    return None  # a negated set or anything rarer: no run
+        else:
+            return None
+    if not parts:
+        return None
+    # the pattern's own case and ASCII flags, so the class means what it means there
+    keep = flags & (re.IGNORECASE | re.ASCII)
+    return re.compile("[" + "".join(parts) + "]*\\Z", keep)
 
 
 def anchor(pattern: re.Pattern[str]) -> Anchor | None:
@@ -140,7 +186,8 @@ def anchor(pattern: re.Pattern[str]) -> Anchor | None:
     # (and more, which only costs a try); DOTALL so that no literal is missed.
     flags = re.IGNORECASE | re.DOTALL
     ascii_lits = tuple(x.lower() for x in lits) if all(x.isascii() for x in lits) else ()
-    return Anchor(re.compile("|".join(map(re.escape, lits)), flags), found[1], ascii_lits)
+    finder = re.compile("|".join(map(re.escape, lits)), flags)
+    return Anchor(finder, found[1], ascii_lits, _run_of(found[2], pattern.flags))
 
 
 # The characters beyond ASCII that case-insensitive matching takes for an ASCII letter, or
@@ -170,8 +217,13 @@ def _starts(anchor: Anchor, text: str, low: str | None) -> Iterator[tuple[int, i
             while j >= 0:
                 found.add(j)
                 j = low.find(lit, j + 1)
+        run = anchor.run
         for j in sorted(found):
-            yield j - anchor.lead, j
+            first = max(0, j - anchor.lead)
+            if run is not None:
+                # the run of the class that ends at j: a match starts nowhere before it
+                first = run.search(text, first, j).start()  # type: ignore[union-attr]
+            yield first, j
         return
     for occ in anchor.finder.finditer(text):
         # a literal starting inside this occurrence (overlapping it) is covered too
