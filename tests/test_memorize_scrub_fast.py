@@ -186,3 +186,23 @@ def test_a_lead_of_one_character_class_narrows_where_a_match_can_start():
     got = [(m.span(), m.groups()) for m in scan.finditer(rx, text, a, low)]
     assert got == [(m.span(), m.groups()) for m in rx.finditer(text)] and len(got) == 3
     assert scan.anchor(re.compile(r"[^x]{0,9}password")).run is None  # a negated set
+
+
+def test_rules_chosen_by_keyword_keep_their_order_and_the_rules_without_one():
+    rules = [("a", ("pass",)), ("b", ()), ("c", ("token", "pass")), ("d", ("key",))]
+    by = scan.ByKeyword(rules, lambda r: r[1])
+    assert [r[0] for r in by.select({"token", "pass"})] == ["a", "b", "c"]
+    assert [r[0] for r in by.select({"key", "other"})] == ["b", "d"]
+    assert [r[0] for r in by.select(set())] == ["b"]
+    assert by.select(None) == rules  # the reference path runs every rule
+
+
+def test_the_assignment_rule_with_possessive_repeats_matches_as_before():
+    before = re.compile(scrub_rules._ASSIGNMENT.pattern.replace("*+", "*"))
+    assert before.pattern != scrub_rules._ASSIGNMENT.pattern
+    texts = [t for _, t, _ in SAMPLES] + BENIGN
+    texts += ['a.b-c = "x" \\"k\\": v $env:T = 1 @x := y k ?= z k=>v "q":  \'w\'', "x" * 300]
+    for text in texts:
+        want = [(m.span(), m.groupdict()) for m in before.finditer(text)]
+        got = [(m.span(), m.groupdict()) for m in scrub_rules._ASSIGNMENT.finditer(text)]
+        assert got == want, text[:120]

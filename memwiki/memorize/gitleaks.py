@@ -179,26 +179,8 @@ def keywords() -> set[str]:
 
 
 @cache
-def _rules_of() -> tuple[dict[str, tuple[int, ...]], tuple[int, ...]]:
-    """Each keyword's rules (indices into rules()), and the rules that have no keyword."""
-    of: dict[str, list[int]] = {}
-    for i, rule in enumerate(rules()[0]):
-        for k in rule.keywords:
-            of.setdefault(k, []).append(i)
-    always = tuple(i for i, rule in enumerate(rules()[0]) if not rule.keywords)
-    return {k: tuple(v) for k, v in of.items()}, always
-
-
-def _candidates(present: set[str]) -> list[Rule]:
-    """The rules that can match a text holding these keywords, in the rule file's order."""
-    # ~220 rules and a few keywords a window: asking each rule whether one of its
-    # keywords is present cost more than every regex the window then runs.
-    of, always = _rules_of()
-    chosen = set(always)
-    for k in present:
-        chosen.update(of.get(k, ()))
-    all_rules = rules()[0]
-    return [all_rules[i] for i in sorted(chosen)]
+def _by_keyword() -> scan.ByKeyword[Rule]:
+    return scan.ByKeyword(rules()[0], lambda rule: rule.keywords)
 
 
 def find(
@@ -213,7 +195,7 @@ def find(
     low = text.lower() if low is None and present is None else low
     found: list[tuple[int, int, str]] = []
     ascii_low = scan.literal_low(text, low) if present is not None and low is not None else None
-    for rule in all_rules if present is None else _candidates(present):
+    for rule in _by_keyword().select(present):
         for m in scan.keyed(rule.pattern, rule.keywords, text, low, present, ascii_low):
             group = rule.group or next(
                 (i for i in range(1, (m.re.groups or 0) + 1) if m.group(i)), 0

@@ -17,11 +17,12 @@ Two tricks, both exact:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as P  # type: ignore[attr-defined]
+from typing import Generic, TypeVar
 
 # An anchor is worth it only when its literal is rare enough and the bound small enough:
 # otherwise trying the regex around every occurrence costs more than one finditer.
@@ -287,6 +288,41 @@ def in_runs(pattern: re.Pattern[str], text: str, runs: Runs) -> Iterator[re.Matc
 
 
 cached_anchor = cache(anchor)
+
+
+T = TypeVar("T")
+
+
+class ByKeyword(Generic[T]):
+    """Rules in order, and which of them can match a text that holds given keywords."""
+
+    def __init__(self, rules: Iterable[T], keys: Callable[[T], tuple[str, ...]]):
+        self.rules = list(rules)
+        of: dict[str, list[int]] = {}
+        for i, rule in enumerate(self.rules):
+            for k in keys(rule):
+                of.setdefault(k, []).append(i)
+        self._of = {k: tuple(v) for k, v in of.items()}
+        self._always = frozenset(i for i, rule in enumerate(self.rules) if not keys(rule))
+        self._chosen: dict[frozenset[str], list[T]] = {}
+
+    def select(self, present: set[str] | None) -> list[T]:
+        """The rules one of whose keywords is present (or that have none); all without present."""
+        if present is None:
+            return self.rules
+        # Asking each of ~270 rules per text whether a keyword of its is present cost more
+        # than the regexes on a short string; the same few keyword sets come back.
+        key = frozenset(present)
+        chosen = self._chosen.get(key)
+        if chosen is None:
+            indices = set(self._always)
+            for k in key:
+                indices.update(self._of.get(k, ()))
+            chosen = [self.rules[i] for i in sorted(indices)]
+            if len(self._chosen) >= 4096:
+                self._chosen.clear()
+            self._chosen[key] = chosen
+        return chosen
 
 
 def keyed(

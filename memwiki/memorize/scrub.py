@@ -92,6 +92,7 @@ _TOKEN_PATTERNS: list[tuple[str, str, int, tuple[str, ...]]] = [
     ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", 0, ("eyj",)),
 ]
 _COMPILED = [(kind, re.compile(rx), group, keys) for kind, rx, group, keys in _TOKEN_PATTERNS]
+_TOKENS = scan.ByKeyword(_COMPILED, lambda token: token[3])
 # Large texts are scanned in windows of about this many characters, cut at line breaks,
 # overlapping so that a secret on a window's edge is whole in one of them; keyword
 # checks per window keep the cost proportional to where secrets can be.
@@ -150,7 +151,7 @@ def _layers(text: str, fast: bool = True) -> list[tuple[int, int, str]]:
             present = keywords.present(low) if keywords else None
         ascii_low = scan.literal_low(chunk, low)
         spans: list[tuple[int, int, str]] = []
-        for kind, pattern, group, keys in _COMPILED:  # every one has keywords
+        for kind, pattern, group, keys in _TOKENS.select(present):  # every one has keywords
             matches = scan.keyed(pattern, keys, chunk, low, present, ascii_low)
             spans.extend((m.start(group), m.end(group), kind) for m in matches)
         spans.extend(scrub_rules.find(chunk, low, present))

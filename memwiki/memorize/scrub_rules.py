@@ -38,9 +38,12 @@ _VALUE = (
     r"(?P<val>\"(?:[^\"\\\n]|\\[^\"\n])*\"|\\\"(?:[^\"\\\n]|\\(?!\"))*\\\"|'[^'\n]*'"
     r"|`[^`\n]*`|<[^<>\n]*>|[^\s\"'`,;]+)"
 )
+# Possessive `*+`: what follows the key (a quote, a blank, `:`/`=`/`?`) or a blank (a value)
+# is never a character of it, so giving some back could not match; without `+` the
+# engine tried, once a character, on every word of the text.
 _ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9_.\-])(?P<q>\\?[\"']?)(?P<key>[$@]?[A-Za-z_][A-Za-z0-9_.\-]*)(?P=q)"
-    r"(?P<sep>[ \t]*(?::=|=>|\?=|=|:)[ \t]*)" + _VALUE
+    r"(?<![A-Za-z0-9_.\-])(?P<q>\\?[\"']?)(?P<key>[$@]?[A-Za-z_][A-Za-z0-9_.\-]*+)(?P=q)"
+    r"(?P<sep>[ \t]*+(?::=|=>|\?=|=|:)[ \t]*+)" + _VALUE
 )
 _XML = re.compile(
     r"(?i)<(?P<key>[\w.:-]*(?:password|passwd|secret|token|api[-_]?key|apikey|passphrase"
@@ -299,9 +302,11 @@ def _named_not_secret(m: re.Match[str]) -> bool:
     return key is not None and key_strength(key.group(1)) == NEVER
 
 
-def _run(rules: list[_Rule], text: str, low: str, present: set[str] | None) -> Iterator[Span]:
+def _run(
+    rules: scan.ByKeyword[_Rule], text: str, low: str, present: set[str] | None
+) -> Iterator[Span]:
     ascii_low = scan.literal_low(text, low) if low else None
-    for pattern, kind, group, ok, keys, runs in rules:
+    for pattern, kind, group, ok, keys, runs in rules.select(present):
         for m in scan.keyed(pattern, keys, text, low, present, ascii_low, runs):
             g = group or next((i for i in range(1, pattern.groups + 1) if m.group(i)), 0)
             value = m.group(g)
@@ -311,6 +316,8 @@ def _run(rules: list[_Rule], text: str, low: str, present: set[str] | None) -> I
 
 KEYWORDS = {k for rule in _BLOCK_RULES + _CLASS_RULES for k in rule.keys}
 BLOCK_KEYWORDS = frozenset(k for rule in _BLOCK_RULES for k in rule.keys)
+_BLOCKS = scan.ByKeyword(_BLOCK_RULES, lambda rule: rule.keys)
+_CLASSES = scan.ByKeyword(_CLASS_RULES, lambda rule: rule.keys)
 
 
 def find_blocks(text: str, present: set[str] | None = None) -> list[Span]:
@@ -318,12 +325,12 @@ def find_blocks(text: str, present: set[str] | None = None) -> list[Span]:
 
     present: the keywords in text, for the fast path (see gitleaks.find).
     """
-    return list(_run(_BLOCK_RULES, text, text.lower() if present is None else "", present))
+    return list(_run(_BLOCKS, text, text.lower() if present is None else "", present))
 
 
 def find(text: str, low: str | None = None, present: set[str] | None = None) -> list[Span]:
     """(start, end, kind) of every secret the line-sized class rules find in text."""
     low = text.lower() if low is None and present is None else low
-    out = list(_run(_CLASS_RULES, text, low or "", present))
+    out = list(_run(_CLASSES, text, low or "", present))
     out.extend(_assignments(text))
     return out
