@@ -14,7 +14,7 @@ import bisect
 import re
 from collections import Counter
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from . import gitleaks, scan, scrub_rules, scrub_values
@@ -160,11 +160,27 @@ def _layers(text: str, fast: bool = True) -> list[tuple[int, int, str]]:
     return found
 
 
+# A session repeats its short strings (every key, `tool_result`, `assistant`, `ok`): their
+# spans are kept, bounded (~5 MB at most), rather than found again by ~270 rules.
+SHORT = 200
+
+
+@lru_cache(maxsize=16384)
+def _short_spans(text: str) -> tuple[tuple[int, int, str], ...]:
+    return tuple(_spans(text, True))
+
+
 def find_spans(text: str, fast: bool = True) -> list[tuple[int, int, str]]:
     """Merged (start, end, kind) of every secret in text, in order, none inside a marker.
 
     fast=False takes the slow reference path, which must find exactly the same spans.
     """
+    if fast and len(text) <= SHORT:
+        return list(_short_spans(text))
+    return _spans(text, fast)
+
+
+def _spans(text: str, fast: bool) -> list[tuple[int, int, str]]:
     # JSON or a log carried as an escaped string: "\nDB_PASSWORD=x" is a line start too.
     # The view has the same length as text, so its spans are spans of text.
     view = _ESCAPE.sub(lambda m: _BREAKS[m.group()], text) if "\\" in text else text
