@@ -215,9 +215,14 @@ def looks_random(value: str, min_len: int = 20) -> bool:
     return shannon(v) >= min(4.0, max(2.5, len(v).bit_length() - 1.6))
 
 
+_KINDS = tuple(re.compile(rx) for rx in ("[a-z]", "[A-Z]", "[0-9]", "[^A-Za-z0-9]"))
+
+
+@lru_cache(maxsize=65536)
 def passwordish(value: str) -> bool:
     """Mixes letters with digits, symbols or capitals, as passwords must."""
-    kinds = sum(bool(re.search(rx, value)) for rx in ("[a-z]", "[A-Z]", "[0-9]", "[^A-Za-z0-9]"))
+    # asked of every word after `token`, `key` … in prose: compiled once, and cached
+    kinds = sum(rx.search(value) is not None for rx in _KINDS)
     digit = any(c.isdigit() for c in value) and not value.isdigit()
     return kinds >= 3 or (digit and len(value) >= 8)
 
