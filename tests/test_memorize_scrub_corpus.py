@@ -121,6 +121,7 @@ def test_a_transcript_cannot_be_written_from_an_unscrubbed_session():
         ("password: Password123", "Password123"),
         ("export DB_PASSWORD=CRED0000", "CRED0000"),  # an identifier with a digit, in a shell
         ("DB_TOKEN=authKeyQ psql", "authKeyQ"),  # a shell value is text, whatever it reads
+        ("PGPASSWORD=hunter psql -h db", "hunter"),  # not prose: `Password: required to…`
     ],
 )  # fmt: skip
 def test_a_short_secret_is_caught_where_its_context_says_secret(text, secret):
