@@ -122,6 +122,8 @@ def test_a_transcript_cannot_be_written_from_an_unscrubbed_session():
         ("export DB_PASSWORD=CRED0000", "CRED0000"),  # an identifier with a digit, in a shell
         ("DB_TOKEN=authKeyQ psql", "authKeyQ"),  # a shell value is text, whatever it reads
         ("PGPASSWORD=hunter psql -h db", "hunter"),  # not prose: `Password: required to…`
+        ("tool --password HUNTERX --user app", "HUNTERX"),  # no help column after it
+        ("docker login -p s3cr3tpw  registry.example.com", "s3cr3tpw"),
     ],
 )  # fmt: skip
 def test_a_short_secret_is_caught_where_its_context_says_secret(text, secret):
@@ -145,6 +147,8 @@ def test_a_short_secret_is_caught_where_its_context_says_secret(text, secret):
         "password: <password>",
         "the password is sha256 of the input",
         "token = auth_token",
+        "  -p, --password TEXT    Password for the database",  # --help
+        "  -p, --password  prompt for a password",
     ],
 )  # fmt: skip
 def test_short_values_that_are_code_or_prose_are_left_alone(text):

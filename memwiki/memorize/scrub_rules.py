@@ -130,9 +130,23 @@ _LONG_FLAG = re.compile(
 _FLAG_PROSE = re.compile(r"(?i)^(?:flag|option|argument|parameter|is|or|and|to|the|with|for|of)$")
 
 
+# A command's --help: `-p, --password TEXT    Password for …` (a placeholder name, then the
+# column of the description) or `--password  prompt for a password` (the description
+# itself, two blanks after the flag, where a command line has one).
+_HELP_METAVAR = re.compile(r"[A-Z][A-Z_]*[ \t]{2,}\S")
+_HELP_TEXT = re.compile(r"[ \t]{2}[a-z][a-z-]* [a-z]")
+
+
+def _in_help(text: str, start: int) -> bool:
+    """The flag's value at start is --help's placeholder name or description."""
+    return bool(_HELP_METAVAR.match(text, start) or _HELP_TEXT.match(text, max(0, start - 2)))
+
+
 def _flag_value_ok(value: str, m: re.Match[str] | None = None) -> bool:
     v = value.strip("\"'")
     if v.startswith("-") or value_is_code(v, value[:1] not in "\"'") or _FLAG_PROSE.match(v):
+        return False
+    if m is not None and v == value and _in_help(m.string, m.end() - len(v)):
         return False
     return not (re.fullmatch(r"[~.]?/[\w./-]*|[\w-]+\.(?:txt|pem|key|json|env|file)", v))
 
