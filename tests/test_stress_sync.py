@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from test_stress_kill import ABSENT, SEED, WORDS, Ledger, _command, _env, _text, _token
+from test_stress_kill import ABSENT, SEED, WORDS, Ledger, _command, _env, _git, _text, _token
+from test_stress_kill import _memwiki as stress_memwiki
 
 from memwiki.errors import StateError
 from memwiki.fsutil import is_temp_name
@@ -63,21 +64,8 @@ sys.exit(done.returncode)
 """
 
 
-def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, timeout=60, check=check
-    )
-
-
 def _memwiki(root: Path, *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        _command("--wiki", str(root), *argv),
-        capture_output=True,
-        text=True,
-        timeout=OP_LIMIT_S,
-        env=_env(),
-        stdin=subprocess.DEVNULL,
-    )
+    return stress_memwiki(root, *argv, timeout=OP_LIMIT_S)
 
 
 def _content(root: Path, path: str, ref: str | None) -> str | None:
