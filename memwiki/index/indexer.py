@@ -132,6 +132,8 @@ class Index:
         else:
             try:
                 state = st.load(self.state_path)
+            except st.OtherVersionIndex as exc:
+                return None, f"index {exc}"
             except st.DamagedIndex as exc:
                 return None, str(exc)
             except FileNotFoundError:
@@ -368,7 +370,8 @@ class Index:
         """
         state, problem = self._load()
         if problem and problem != "no index yet":
-            self.notify(f"index damaged ({problem}); rebuilding it")
+            what = problem if problem.startswith("index written by") else f"index damaged ({problem})"
+            self.notify(f"{what}; rebuilding it")
         if full or problem:
             return writing.build(self, state, need_vectors)
         assert state is not None  # no problem means there is a state

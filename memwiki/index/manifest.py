@@ -202,6 +202,20 @@ class DamagedIndex(Exception):
     """The sidecar index cannot be used as it is; the message says why."""
 
 
+class OtherVersionIndex(DamagedIndex):
+    """The sidecar index was written by another memwiki version: not damage, a rebuild."""
+
+
+def _other_version(fmt: object) -> OtherVersionIndex:
+    # An upgrade is the common case (pip install -U with an existing wiki): saying
+    # "damaged" there sent people looking for a fault that is not there.
+    if isinstance(fmt, int) and fmt < FORMAT:
+        return OtherVersionIndex(f"written by an older memwiki (index format {fmt}, now {FORMAT})")
+    if isinstance(fmt, int):
+        return OtherVersionIndex(f"written by a newer memwiki (index format {fmt}, now {FORMAT})")
+    return OtherVersionIndex("written by another memwiki version")
+
+
 def load(path: Path) -> State | None:
     """Load state.pkl and its base; None when there is none; DamagedIndex when unreadable.
 
@@ -216,11 +230,14 @@ def load(path: Path) -> State | None:
         return None
     try:
         state = unpickle(data)
+    except (ModuleNotFoundError, AttributeError):
+        # A class this version no longer has (an older memwiki's index/state.py, format 6)
+        raise _other_version(None) from None
     except Exception as exc:  # a truncated or garbage file
         raise DamagedIndex(f"unreadable manifest ({type(exc).__name__})") from None
     fmt = getattr(state, "format", None)
     if not isinstance(state, State) or (fmt != FORMAT and fmt not in UPGRADABLE):
-        raise DamagedIndex("manifest from another memwiki version")
+        raise _other_version(fmt)
     if fmt != FORMAT:
         from .upgrade import upgrade
 
