@@ -232,7 +232,7 @@ def test_a_manifest_of_an_unknown_format_is_rebuilt(tmp_path):
     state = index.update().state
     state.format = 10
     manifest.save(wiki.sidecar / "index" / "state.pkl", state)
-    with pytest.raises(manifest.DamagedIndex, match="another memwiki version"):
+    with pytest.raises(manifest.OtherVersionIndex, match="an older memwiki .index format 10"):
         manifest.load(wiki.sidecar / "index" / "state.pkl")
 
 

@@ -103,6 +103,9 @@ class Base:
         # file index -> FileEntry.plugin. In the header, not in frec: a memwiki that predates
         # it reads the base as before (it unpacks two fields per record).
         self.plugins: dict[int, str] = {}
+        # False for a base written before plugin notes were recorded (an older memwiki):
+        # its plugin notes may be indexed as notes (index/upgrade.recheck_plugin_notes).
+        self.plugins_known = True
         self.groups = Records()  # (path, track, name, description, tags, projects)
         self.rgroup = array("Q")
         self.rstart = array("q")
@@ -166,6 +169,7 @@ class Base:
         base = cls()
         base.rels, base.ok_files = header["rels"], header["ok_files"]
         base.plugins = header.get("plugins", {})
+        base.plugins_known = "plugins" in header
         columns = {}
         for name, (offset, length, code) in header["sections"].items():
             if start + offset + length > size:

@@ -132,6 +132,8 @@ class Index:
         else:
             try:
                 state = st.load(self.state_path)
+            except st.OtherVersionIndex as exc:
+                return None, f"index {exc}"
             except st.DamagedIndex as exc:
                 return None, str(exc)
             except FileNotFoundError:
@@ -368,15 +370,18 @@ class Index:
         """
         state, problem = self._load()
         if problem and problem != "no index yet":
-            self.notify(f"index damaged ({problem}); rebuilding it")
+            what = (
+                problem if problem.startswith("index written by") else f"index damaged ({problem})"
+            )
+            self.notify(f"{what}; rebuilding it")
         if full or problem:
             return writing.build(self, state, need_vectors)
         assert state is not None  # no problem means there is a state
-        if state.upgraded:
-            # An older manifest format read as this one: persist it, Whoosh and vectors kept.
-            self.notify(f"upgrading the index manifest (format {state.upgraded} to {st.FORMAT})")
-            st.save(self.state_path, state, write_base=True)
-            state.upgraded = None
+        if state.upgraded:  # read from an older format: persisted before anything else
+            from .upgrade import persist
+
+            if persist(self.state_path, self.root, state, self.notify):
+                scanned = None  # the scan below must see the files it marked
         if scanned is not None and scanned[0] is state:
             changes, stats = scanned[1], scanned[2]
         else:

@@ -80,7 +80,7 @@ class FileEntry:
         return self.problem is None and self.plugin is None
 
 
-_TRANSIENT = ("base_data", "upgraded", "_views")  # never pickled into state.pkl
+_TRANSIENT = ("base_data", "upgraded", "recheck_plugins", "_views")  # never in state.pkl
 
 
 @dataclass
@@ -110,6 +110,9 @@ class State:
     segments: list[tuple[str, int]] = field(default_factory=list)  # vector files, row counts
     base_data: Base | None = field(default=None, repr=False)  # the loaded base
     upgraded: int | None = field(default=None, repr=False)  # read from this older format
+    # A base from before plugin notes were recorded: look once (upgrade.recheck_plugin_notes)
+    recheck_plugins: bool = field(default=False, repr=False)
+    plugins_checked: bool = False
     _views: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -202,6 +205,18 @@ class DamagedIndex(Exception):
     """The sidecar index cannot be used as it is; the message says why."""
 
 
+class OtherVersionIndex(DamagedIndex):
+    """The index was written by another memwiki version: not damage, but rebuilt the same."""
+
+
+def _other_version(fmt: object) -> OtherVersionIndex:
+    # pip install -U with an existing index: "damaged" would send people after no fault
+    if not isinstance(fmt, int):
+        return OtherVersionIndex("written by another memwiki version")
+    age = "an older" if fmt < FORMAT else "a newer"
+    return OtherVersionIndex(f"written by {age} memwiki (index format {fmt}, now {FORMAT})")
+
+
 def load(path: Path) -> State | None:
     """Load state.pkl and its base; None when there is none; DamagedIndex when unreadable.
 
@@ -216,11 +231,13 @@ def load(path: Path) -> State | None:
         return None
     try:
         state = unpickle(data)
+    except (ModuleNotFoundError, AttributeError):  # a class gone since (format 6's state.py)
+        raise _other_version(None) from None
     except Exception as exc:  # a truncated or garbage file
         raise DamagedIndex(f"unreadable manifest ({type(exc).__name__})") from None
     fmt = getattr(state, "format", None)
     if not isinstance(state, State) or (fmt != FORMAT and fmt not in UPGRADABLE):
-        raise DamagedIndex("manifest from another memwiki version")
+        raise _other_version(fmt)
     if fmt != FORMAT:
         from .upgrade import upgrade
 
@@ -232,6 +249,8 @@ def load(path: Path) -> State | None:
             raise
         except Exception as exc:  # ValueError for a base cut short, anything for garbage
             raise DamagedIndex(f"unreadable manifest base ({exc})") from None
+        if not state.base_data.plugins_known and not state.plugins_checked:
+            state.upgraded, state.recheck_plugins = FORMAT, True
     return state
 
 
