@@ -294,11 +294,9 @@ def commit(
     as_json: bool = JSON,
 ) -> None:
     """Commit everything that changed in the wiki, hand edits included."""
-    from ..git.copies import held_back
-
-    wiki = open_wiki()
-    print_commit(wiki.commit(message), as_json)
-    for held in held_back(wiki.repo):  # never committed (git/repo.commit_all): said why
+    result = open_wiki().commit(message)
+    print_commit(result, as_json)
+    for held in result.not_committed:  # never committed (git/repo.commit_all): said why
         warn(f"not committed {held['path']}: {held['problem']}")
 
 
