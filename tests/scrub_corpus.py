@@ -250,6 +250,17 @@ FORMATS: dict[str, F] = {
     "json-neutral-high-entropy": _one(lambda g: (json.dumps({"name": "billing", "value": (k := g.s(ALNUM, 40))}), k)),  # noqa: E501
     "yaml-neutral-high-entropy": _one(lambda g: (f"webhook:\n  signing: {(k := g.s(URLSAFE, 32))}", k)),  # noqa: E501
     "env-neutral-high-entropy": _one(lambda g: (f"MEILI_MASTER={(k := g.s(ALNUM, 32))}", k)),
+    # short secrets where the context says secret, whatever the length (issue: short secrets)
+    "short-yaml-password": _one(lambda g: (f"password: {(k := g.rng.choice(['hunter2', 'abc', 'pw1']))}", k)),  # noqa: E501
+    "short-env-password": _one(lambda g: (f"PGPASSWORD={(k := g.s(ALNUM, 2))} psql -h {g.host()} -U app", k)),  # noqa: E501
+    "short-export-quoted": _one(lambda g: (f"export DB_PASS='{(k := g.s(ALNUM, 2) + '!k')}'", k)),
+    "short-json-password": _one(lambda g: (json.dumps({"user": "app", "password": (k := g.s(LOWER, 2))}), k)),  # noqa: E501
+    "short-mysql-p": _one(lambda g: (f"mysql -u root -p{(k := g.s(ALNUM, 2))} billing", k)),
+    "short-sshpass": _one(lambda g: (f"sshpass -p {(k := g.s(LOWER, 2))} ssh deploy@{g.host()}", k)),  # noqa: E501
+    "short-url-password": _one(lambda g: (f"postgres://{g.word()}:{(k := g.s(LOWER, 2))}@{g.host()}/db", k)),  # noqa: E501
+    "short-basic-auth": _one(lambda g: (f"Authorization: Basic {(k := _b64(f'{g.s(LOWER, 1)}:{g.s(LOWER, 1)}'.encode()))}", k)),  # noqa: E501
+    "prose-password-word-digit": _one(lambda g: (f"the password is {(k := g.rng.choice(['hunter', 'dragon', 'monkey']) + g.s(DIGITS, 1))}", k)),  # noqa: E501
+    "yaml-password-capitalised": _one(lambda g: (f"  password: {(k := 'Password' + g.s(DIGITS, 3))}", k)),  # noqa: E501
     "azure-sas-sig": _one(lambda g: (f"https://acct.blob.core.windows.net/c/f?sv=2022-11-02&se=2026-01-01&sp=r&sig={(k := g.s(ALNUM, 43) + '%3D')}", k)),  # noqa: E501
 }  # fmt: skip
 

@@ -96,3 +96,60 @@ def test_a_transcript_cannot_be_written_from_an_unscrubbed_session():
     clean = scrub_session(raw, Counter())
     assert "ghp_" not in transcripts.full_jsonl(clean)
     assert "[REDACTED:github-token]" in transcripts.messages_markdown(clean, 1)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("password: hunter2", "hunter2"),
+        ("PGPASSWORD=ab psql -h db -U app", "ab"),
+        ("mysql -u root -pS3cret! billing", "S3cret!"),
+        ("mysql -u root -pq7 billing", "q7"),
+        ("export DB_PASS='x9!k'", "x9!k"),
+        ("export DB_PASS=x9", "x9"),
+        ('{"user": "app", "password": "tr0ub4dor"}', "tr0ub4dor"),
+        ('{"password": "pw"}', "pw"),
+        ("postgres://user:pw@host/db", "pw"),
+        ("redis://:z@cache:6379/0", ":z@"),
+        ("Authorization: Basic dXNlcjpwYXNz", "dXNlcjpwYXNz"),
+        ("Authorization: Basic dTpw", "dTpw"),
+        ("sshpass -p pw ssh deploy@db", "pw"),
+        ("redis-cli -h cache -a k9 ping", "k9"),
+        ("CREATE USER 'app'@'%' IDENTIFIED BY 'pw';", "'pw'"),
+        ("<password>ab</password>", "ab"),
+        ("the password is hunter2", "hunter2"),
+        ("password: Password123", "Password123"),
+        ("export DB_PASSWORD=CRED0000", "CRED0000"),  # an identifier with a digit, in a shell
+        ("DB_TOKEN=authKeyQ psql", "authKeyQ"),  # a shell value is text, whatever it reads
+        ("PGPASSWORD=hunter psql -h db", "hunter"),  # not prose: `Password: required to…`
+        ("tool --password HUNTERX --user app", "HUNTERX"),  # no help column after it
+        ("docker login -p s3cr3tpw  registry.example.com", "s3cr3tpw"),
+    ],
+)  # fmt: skip
+def test_a_short_secret_is_caught_where_its_context_says_secret(text, secret):
+    assert secret not in scrub_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "conn = connect(user=u, password=pw)",  # a call's argument, not a password
+        "login({ password: pw })",
+        "REQUIRE_PASSWORD=1",  # one or two digits: a switch or a count
+        'password: ""',
+        '"password": "*"',
+        "PASSWORD=$PW psql",
+        "postgres://app:${PGPASSWORD}@db/billing",
+        "Authorization: Basic Zm9v",  # base64 of `foo`: no user:password in it
+        "mysql -p: prompts for the password",
+        "the password policy requires 12 characters",
+        "password: see 1Password",
+        "password: <password>",
+        "the password is sha256 of the input",
+        "token = auth_token",
+        "  -p, --password TEXT    Password for the database",  # --help
+        "  -p, --password  prompt for a password",
+    ],
+)  # fmt: skip
+def test_short_values_that_are_code_or_prose_are_left_alone(text):
+    assert scrub_text(text) == text

@@ -266,12 +266,12 @@ def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProc
     )
 
 
-def _memwiki(root: Path, *argv: str) -> subprocess.CompletedProcess:
+def _memwiki(root: Path, *argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
         _command("--wiki", str(root), *argv),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         env=_env(),
         stdin=subprocess.DEVNULL,
     )

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from test_stress_kill import ABSENT, SEED, WORDS, Ledger, _command, _env, _text, _token
+from test_stress_kill import ABSENT, SEED, WORDS, Ledger, _command, _env, _git, _text, _token
+from test_stress_kill import _memwiki as stress_memwiki
 
 from memwiki.errors import StateError
 from memwiki.fsutil import is_temp_name
@@ -63,21 +64,8 @@ sys.exit(done.returncode)
 """
 
 
-def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, timeout=60, check=check
-    )
-
-
 def _memwiki(root: Path, *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        _command("--wiki", str(root), *argv),
-        capture_output=True,
-        text=True,
-        timeout=OP_LIMIT_S,
-        env=_env(),
-        stdin=subprocess.DEVNULL,
-    )
+    return stress_memwiki(root, *argv, timeout=OP_LIMIT_S)
 
 
 def _content(root: Path, path: str, ref: str | None) -> str | None:
@@ -471,7 +459,7 @@ def test_the_commit_a_sync_reports_is_the_one_on_the_remote(tmp_path, pushes):
 def test_a_git_commit_by_hand_during_a_memorize_merge_is_never_undone(tmp_path):
     """The same race in memorize commit (update.apply moves the branch for both): a
     person's `git commit` landing while a scheduled run merges is kept, on disk and in git."""
-    from memwiki.memorize.commit import commit as memorize_commit
+    from memwiki.memorize import commit as memorize_commit
     from memwiki.wiki import Wiki
 
     _, a, _ = _devices(tmp_path)

@@ -178,6 +178,11 @@ def keywords() -> set[str]:
     return {k for rule in rules()[0] for k in rule.keywords}
 
 
+@cache
+def _by_keyword() -> scan.ByKeyword[Rule]:
+    return scan.ByKeyword(rules()[0], lambda rule: rule.keywords)
+
+
 def find(
     text: str, low: str | None = None, present: set[str] | None = None
 ) -> list[tuple[int, int, str]]:
@@ -189,8 +194,8 @@ def find(
     all_rules, glob = rules()
     low = text.lower() if low is None and present is None else low
     found: list[tuple[int, int, str]] = []
-    ascii_low = low if present is not None and low is not None and text.isascii() else None
-    for rule in all_rules:
+    ascii_low = scan.literal_low(text, low) if present is not None and low is not None else None
+    for rule in _by_keyword().select(present):
         for m in scan.keyed(rule.pattern, rule.keywords, text, low, present, ascii_low):
             group = rule.group or next(
                 (i for i in range(1, (m.re.groups or 0) + 1) if m.group(i)), 0

@@ -14,11 +14,12 @@ import bisect
 import re
 from collections import Counter
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from . import gitleaks, scan, scrub_rules, scrub_values
 from .schema import Session
+from .scrub_rules import BLOCK_KEYWORDS
 from .scrub_values import CODE_WORDS, MARK, key_strength
 
 __all__ = [
@@ -91,6 +92,7 @@ _TOKEN_PATTERNS: list[tuple[str, str, int, tuple[str, ...]]] = [
     ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", 0, ("eyj",)),
 ]
 _COMPILED = [(kind, re.compile(rx), group, keys) for kind, rx, group, keys in _TOKEN_PATTERNS]
+_TOKENS = scan.ByKeyword(_COMPILED, lambda token: token[3])
 # Large texts are scanned in windows of about this many characters, cut at line breaks,
 # overlapping so that a secret on a window's edge is whole in one of them; keyword
 # checks per window keep the cost proportional to where secrets can be.
@@ -136,15 +138,20 @@ def _layers(text: str, fast: bool = True) -> list[tuple[int, int, str]]:
     keywords = _keywords() if fast else None
     windows = _windows(text)
     low = text.lower()
-    present = keywords.present(low) if keywords else None
+    present = None
+    if keywords is not None:
+        # Split into windows, the whole text is searched only for the block rules' few
+        # keywords (find_blocks asks for no other); each window finds its own.
+        whole = len(windows) == 1
+        present = keywords.present(low) if whole else {k for k in BLOCK_KEYWORDS if k in low}
     found: list[tuple[int, int, str]] = scrub_rules.find_blocks(text, present)
     for offset, chunk in windows:
         if len(windows) > 1:
             low = chunk.lower()
             present = keywords.present(low) if keywords else None
-        ascii_low = low if chunk.isascii() else None
+        ascii_low = scan.literal_low(chunk, low)
         spans: list[tuple[int, int, str]] = []
-        for kind, pattern, group, keys in _COMPILED:  # every one has keywords
+        for kind, pattern, group, keys in _TOKENS.select(present):  # every one has keywords
             matches = scan.keyed(pattern, keys, chunk, low, present, ascii_low)
             spans.extend((m.start(group), m.end(group), kind) for m in matches)
         spans.extend(scrub_rules.find(chunk, low, present))
@@ -153,11 +160,27 @@ def _layers(text: str, fast: bool = True) -> list[tuple[int, int, str]]:
     return found
 
 
+# A session repeats its short strings (every key, `tool_result`, `assistant`, `ok`): their
+# spans are kept, bounded (~5 MB at most), rather than found again by ~270 rules.
+SHORT = 200
+
+
+@lru_cache(maxsize=16384)
+def _short_spans(text: str) -> tuple[tuple[int, int, str], ...]:
+    return tuple(_spans(text, True))
+
+
 def find_spans(text: str, fast: bool = True) -> list[tuple[int, int, str]]:
     """Merged (start, end, kind) of every secret in text, in order, none inside a marker.
 
     fast=False takes the slow reference path, which must find exactly the same spans.
     """
+    if fast and len(text) <= SHORT:
+        return list(_short_spans(text))
+    return _spans(text, fast)
+
+
+def _spans(text: str, fast: bool) -> list[tuple[int, int, str]]:
     # JSON or a log carried as an escaped string: "\nDB_PASSWORD=x" is a line start too.
     # The view has the same length as text, so its spans are spans of text.
     view = _ESCAPE.sub(lambda m: _BREAKS[m.group()], text) if "\\" in text else text

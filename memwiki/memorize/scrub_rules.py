@@ -17,8 +17,10 @@ from typing import NamedTuple
 
 from . import scan
 from .scrub_values import (
+    NEUTRAL,
     NEVER,
     STRONG,
+    WEAK,
     assignment_secret,
     hex_key,
     is_placeholder,
@@ -36,9 +38,12 @@ _VALUE = (
     r"(?P<val>\"(?:[^\"\\\n]|\\[^\"\n])*\"|\\\"(?:[^\"\\\n]|\\(?!\"))*\\\"|'[^'\n]*'"
     r"|`[^`\n]*`|<[^<>\n]*>|[^\s\"'`,;]+)"
 )
+# Possessive `*+`: what follows the key (a quote, a blank, `:`/`=`/`?`) or a blank (a value)
+# is never a character of it, so giving some back could not match; without `+` the
+# engine tried, once a character, on every word of the text.
 _ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9_.\-])(?P<q>\\?[\"']?)(?P<key>[$@]?[A-Za-z_][A-Za-z0-9_.\-]*)(?P=q)"
-    r"(?P<sep>[ \t]*(?::=|=>|\?=|=|:)[ \t]*)" + _VALUE
+    r"(?<![A-Za-z0-9_.\-])(?P<q>\\?[\"']?)(?P<key>[$@]?[A-Za-z_][A-Za-z0-9_.\-]*+)(?P=q)"
+    r"(?P<sep>[ \t]*+(?::=|=>|\?=|=|:)[ \t]*+)" + _VALUE
 )
 _XML = re.compile(
     r"(?i)<(?P<key>[\w.:-]*(?:password|passwd|secret|token|api[-_]?key|apikey|passphrase"
@@ -55,21 +60,34 @@ def _unquote(val: str) -> tuple[int, int, bool]:
     return 0, len(inner), True
 
 
+# The shortest value (quotes included) assignment_secret can call a secret, by key strength:
+# a random value needs 20 characters under a neutral name, 10 under a weak one, and
+# nothing is one under a NEVER name. Most `key: value` pairs stop here, before the rest.
+_SHORTEST = {NEUTRAL: 20, WEAK: 10, STRONG: 0, NEVER: 1 << 30}
+
+
+_SHELL_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+
+
 def _assignments(text: str) -> Iterator[Span]:
     pos = 0
     while (m := _ASSIGNMENT.search(text, pos)) is not None:
         # A value that is no secret may hold the next pair (`format=csv&token=…`,
         # `$env:API_TOKEN = …`): search again from inside it, not after it.
         pos = m.start("val")
-        if m.group("val").startswith("//") or (
-            m.group("key")[0] == "$" and "=" not in m.group("sep")
-        ):
+        val, strength = m.group("val"), key_strength(m.group("key"))
+        if len(val) < _SHORTEST[strength]:
+            continue  # what assignment_secret would say: no value this short can be one
+        if val.startswith("//") or (m.group("key")[0] == "$" and "=" not in m.group("sep")):
             continue  # `https://…` is a URL and `$PWD:/app` an expansion, not assignments
-        off, n, bare = _unquote(m.group("val"))
+        off, n, bare = _unquote(val)
         start = m.start("val") + off
         value = text[start : start + n]
         typed = m.group("sep").strip() == ":"
-        if assignment_secret(m.group("key"), value, bare, text[m.end() : m.end() + 3], typed):
+        # `PGPASSWORD=pw psql`, `export DB_PASS=x9`: shell and .env, where a value is text
+        literal = m.group("sep") == "=" and _SHELL_NAME.fullmatch(m.group("key")) is not None
+        after = text[m.end() : m.end() + 3]
+        if assignment_secret(m.group("key"), value, bare, after, typed, literal):
             yield start, start + n, "secret-assignment"
             pos = m.end()
     for m in _XML.finditer(text):
@@ -102,19 +120,47 @@ _CMD_FLAGS = (
     (r"net\s+use", r"/user:\S+\s+", ("net ",)),
 )  # fmt: skip
 _FLAG_VALUE = r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"'][^\s\"']*)"
+# `-(?<![\w-]-)` is `(?<![\w-])-` spelled so that the pattern starts with a literal, which
+# the regex engine searches for by skipping to each `-` (13x on this rule, same matches).
 _LONG_FLAG = re.compile(
-    r"(?<![\w-])(?i:--?(?:[a-z0-9]+[-_])*(?:password|passwd|pass|passphrase|token|secret|"
+    r"(?i:-(?<![\w-]-)-?(?:[a-z0-9]+[-_])*(?:password|passwd|pass|passphrase|token|secret|"
     r"api-?key|apikey|access-?key|secret-?key|auth-?token|storepass|keypass|pwd|"
     r"client-secret|sas))(?:=|[ \t]+)" + _FLAG_VALUE
 )
 _FLAG_PROSE = re.compile(r"(?i)^(?:flag|option|argument|parameter|is|or|and|to|the|with|for|of)$")
 
 
+# A command's --help: `-p, --password TEXT    Password for …` (a placeholder name, then the
+# column of the description) or `--password  prompt for a password` (the description
+# itself, two blanks after the flag, where a command line has one).
+_HELP_METAVAR = re.compile(r"[A-Z][A-Z_]*[ \t]{2,}\S")
+_HELP_TEXT = re.compile(r"[ \t]{2}[a-z][a-z-]* [a-z]")
+
+
+def _in_help(text: str, start: int) -> bool:
+    """The flag's value at start is --help's placeholder name or description."""
+    return bool(_HELP_METAVAR.match(text, start) or _HELP_TEXT.match(text, max(0, start - 2)))
+
+
 def _flag_value_ok(value: str, m: re.Match[str] | None = None) -> bool:
     v = value.strip("\"'")
     if v.startswith("-") or value_is_code(v, value[:1] not in "\"'") or _FLAG_PROSE.match(v):
         return False
+    if m is not None and v == value and _in_help(m.string, m.end() - len(v)):
+        return False
     return not (re.fullmatch(r"[~.]?/[\w./-]*|[\w-]+\.(?:txt|pem|key|json|env|file)", v))
+
+
+def _command_value_ok(value: str, m: re.Match[str] | None = None) -> bool:
+    """The value of a command's own password flag (`mysql -pPW`, `sshpass -p PW`)."""
+    v = value.strip("\"'")
+    if len(v) >= 3:
+        return _flag_value_ok(value, m)
+    # The flag says what follows is a password, however short; not a stand-in (`x`, `*`),
+    # a digit or two, punctuation (`mysql -p: prompts`) or a word of prose (`-p is`).
+    if v.startswith("-") or not re.search("[A-Za-z0-9]", v) or _FLAG_PROSE.match(v):
+        return False
+    return not value_is_code(v, False)
 
 
 Check = Callable[[str, re.Match[str]], bool]
@@ -126,12 +172,18 @@ class _Rule(NamedTuple):
     group: int  # the group holding the secret; 0 = the first group that matched
     ok: Check | None  # a last look at the value (and the match)
     keys: tuple[str, ...]  # lower-case words one of which must be in the text; () = always
+    runs: scan.Runs | None = None  # where the fast path tries a rule without keywords
 
 
 def _rx(
-    pattern: str, kind: str, group: int = 0, ok: Check | None = None, keys: tuple[str, ...] = ()
+    pattern: str,
+    kind: str,
+    group: int = 0,
+    ok: Check | None = None,
+    keys: tuple[str, ...] = (),
+    runs: scan.Runs | None = None,
 ) -> _Rule:
-    return _Rule(re.compile(pattern), kind, group, ok, keys)
+    return _Rule(re.compile(pattern), kind, group, ok, keys, runs)
 
 
 def _pem_b64_private(value: str, m: re.Match[str] | None = None) -> bool:
@@ -140,6 +192,32 @@ def _pem_b64_private(value: str, m: re.Match[str] | None = None) -> bool:
     except (binascii.Error, ValueError):
         return False
     return b"PRIVATE KEY" in raw
+
+
+_PASSWORD_WORD = re.compile(r"(?i)pass(?:word|wd|phrase|code)|pwd")
+_LETTER_AND_DIGIT = re.compile(r"(?=.*[A-Za-z])(?=.*[0-9])")
+# what a password is hashed or encoded with: `the password is sha256 of …`
+_ALGORITHM = re.compile(r"(?i)(?:sha|md|crc|blake|argon|pbkdf|aes|rsa|ed|utf|base|rot|v)-?\d+\w*")
+
+
+def _prose_password(value: str, m: re.Match[str]) -> bool:
+    """`the token is Zx9!kLm2`; after `password` itself a digit among letters is enough."""
+    if passwordish(value):
+        return True
+    # `the password is hunter2`: a word with a digit is a password there, where after
+    # `token` or `key` it is as often a name (`the key is sha256`, `token of v1beta1`)
+    if not _PASSWORD_WORD.match(m.group(0)) or _ALGORITHM.fullmatch(value):
+        return False
+    return bool(_LETTER_AND_DIGIT.match(value))
+
+
+def _basic_credentials(value: str, m: re.Match[str] | None = None) -> bool:
+    """HTTP Basic credentials: base64 of `user:password`."""
+    try:
+        raw = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return b":" in raw
 
 
 # "password" in other languages, for the prose rule (keys are judged by scrub_values).
@@ -174,13 +252,17 @@ _CLASS_RULES = [
         r"([A-Za-z0-9._~+/=:\-]{8,})", "auth-header", 1,
         lambda v, m: not value_is_code(v, False) and v.lower() not in ("bearer", "basic"),
         ("authorization",)),
+    # `Basic` credentials shorter than the rule above takes: base64 of `user:password`
+    _rx(r"(?i:\b(?:proxy-)?authorization)[\"']?\s*[:=]\s*[\"']?(?i:basic)\s+"
+        r"([A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])", "auth-header", 1, _basic_credentials,
+        ("authorization",)),
     _rx(r"(?<![\w-])(?:-u|--user|--proxy-user|--basic-auth)(?:=|[ \t]+)[\"']?[^\s\"':]+:"
         r"([^\s\"']+)", "cli-password", 1,
         lambda v, m: not v.isdigit() and not value_is_code(v, False),
         ("-u", "-user", "--basic-auth")),
     *(
         _rx(rf"\b{cmd}\b[^\n|;&]*?(?<=\s){flag}{_FLAG_VALUE}", "cli-password", 1,
-            _flag_value_ok, keys)
+            _command_value_ok, keys)
         for cmd, flag, keys in _CMD_FLAGS
     ),
     _rx(r"(?<![\w-])-pass(?:in|out)?\s+pass:(\S+)", "cli-password", 1, None, ("-pass",)),
@@ -191,12 +273,12 @@ _CLASS_RULES = [
     _rx(r"(?m)^[^:\s#]+:(?:\d+|\*):[^:\s]+:[^:\s]+:([^\s:]{3,})[ \t]*$", "pgpass", 1),
     _rx(r"\$(?:2[abxy]?|1|5|6|apr1|y|argon2i?d?)\$[^\s:\"',;]{20,}", "password-hash", 0, None,
         ("$",)),
-    _rx(r"(?i)\b(?:identified\s+(?:with\s+\w+\s+)?by|password)\s+'([^'\n]{3,})'",
+    _rx(r"(?i)\b(?:identified\s+(?:with\s+\w+\s+)?by|password)\s+'([^'\n]+)'",
         "sql-password", 1, lambda v, m: not value_is_code(v, False), ("identified", "password")),
     # `the password is Hunter2!` in prose: only values that look like passwords
     _rx(r"(?i:\b(?:password|passphrase|passwd|pwd|passcode|pin|token|secret|api[ _-]?key)"
         r"\s+(?:(?:is|was|will be|of)\s+)?)[`'\"]?([^\s`'\"]{6,})", "secret-in-prose", 1,
-        lambda v, m: passwordish(v.rstrip(".,;:!?)")) and not value_is_code(v, True),
+        lambda v, m: _prose_password(v.rstrip(".,;:!?)"), m) and not value_is_code(v, True),
         ("pass", "pwd", "pin", "token", "secret", "key")),
     # the same in other languages: `Das Passwort ist …`, `密码是…`, `пароль: …`
     _rx(r"(?i:" + _PASSWORD_WORDS + r")(?:\s*[:：=]\s*|\s+(?:ist|lautet|war|est|es|era|é|är|er"
@@ -213,7 +295,10 @@ _CLASS_RULES = [
     _rx(r"\b(?!(?i:sha|md|h|utf|crc)\d)[A-Za-z]{2,12}\d{0,2}(?:_[A-Za-z0-9]{1,8}){0,2}[_-]"
         r"([A-Za-z0-9_-]{24,})\b",
         "prefixed-token", 0,
-        lambda v, m: looks_random(v, 20) and _random_part(v) and not _named_not_secret(m)),
+        lambda v, m: looks_random(v, 20) and _random_part(v) and not _named_not_secret(m),
+        # all of it is [A-Za-z0-9_-], 27 characters at least, from a word boundary: the
+        # start of such a run or just after a `-` in it (scrub_speed.py: 3x on this rule)
+        runs=scan.Runs(re.compile(r"[A-Za-z0-9_-]{27,}"), "-")),
 ]  # fmt: skip
 
 
@@ -231,10 +316,12 @@ def _named_not_secret(m: re.Match[str]) -> bool:
     return key is not None and key_strength(key.group(1)) == NEVER
 
 
-def _run(rules: list[_Rule], text: str, low: str, present: set[str] | None) -> Iterator[Span]:
-    ascii_low = low if low and text.isascii() else None
-    for pattern, kind, group, ok, keys in rules:
-        for m in scan.keyed(pattern, keys, text, low, present, ascii_low):
+def _run(
+    rules: scan.ByKeyword[_Rule], text: str, low: str, present: set[str] | None
+) -> Iterator[Span]:
+    ascii_low = scan.literal_low(text, low) if low else None
+    for pattern, kind, group, ok, keys, runs in rules.select(present):
+        for m in scan.keyed(pattern, keys, text, low, present, ascii_low, runs):
             g = group or next((i for i in range(1, pattern.groups + 1) if m.group(i)), 0)
             value = m.group(g)
             if value and (ok is None or ok(value, m)):
@@ -242,6 +329,9 @@ def _run(rules: list[_Rule], text: str, low: str, present: set[str] | None) -> I
 
 
 KEYWORDS = {k for rule in _BLOCK_RULES + _CLASS_RULES for k in rule.keys}
+BLOCK_KEYWORDS = frozenset(k for rule in _BLOCK_RULES for k in rule.keys)
+_BLOCKS = scan.ByKeyword(_BLOCK_RULES, lambda rule: rule.keys)
+_CLASSES = scan.ByKeyword(_CLASS_RULES, lambda rule: rule.keys)
 
 
 def find_blocks(text: str, present: set[str] | None = None) -> list[Span]:
@@ -249,12 +339,12 @@ def find_blocks(text: str, present: set[str] | None = None) -> list[Span]:
 
     present: the keywords in text, for the fast path (see gitleaks.find).
     """
-    return list(_run(_BLOCK_RULES, text, text.lower() if present is None else "", present))
+    return list(_run(_BLOCKS, text, text.lower() if present is None else "", present))
 
 
 def find(text: str, low: str | None = None, present: set[str] | None = None) -> list[Span]:
     """(start, end, kind) of every secret the line-sized class rules find in text."""
     low = text.lower() if low is None and present is None else low
-    out = list(_run(_CLASS_RULES, text, low or "", present))
+    out = list(_run(_CLASSES, text, low or "", present))
     out.extend(_assignments(text))
     return out

@@ -122,18 +122,29 @@ _DOTTED = re.compile(r"^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+$")
 _CALLISH = re.compile(r"^[A-Za-z_$][\w$.:]*[()\[\]<]")
 _SECRETISH = re.compile(r"(?i)pass|pwd|token|secret|key|cred|auth")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DIGIT = re.compile(r"[0-9]")
 
 
 def is_placeholder(value: str) -> bool:
     """`$VAR`, `<password>`, `****`, `your_token_here`: a stand-in, not a secret."""
     v = value.strip()
-    return len(v) < 3 or v.startswith(MARK) or bool(_PLACEHOLDER.match(v))
+    # no length floor: `postgres://app:pw@db` holds a password, however short
+    return not v or v.startswith(MARK) or bool(_PLACEHOLDER.match(v))
 
 
-def value_is_code(value: str, bare: bool, typed: bool = False) -> bool:
-    """True for values that are code about a secret rather than one."""
+def value_is_code(value: str, bare: bool, typed: bool = False, literal: bool = False) -> bool:
+    """True for values that are code about a secret rather than one.
+
+    bare: unquoted. literal: unquoted where code cannot name a variable without a `$`
+    (`KEY=value` in a shell or an .env file, a command's argument): a word there is text.
+    """
     v = value.strip()
-    if len(v) < 3 or v.startswith(MARK) or v in CODE_WORDS or _PLACEHOLDER.match(v):
+    if not v or v.startswith(MARK) or v in CODE_WORDS or _PLACEHOLDER.match(v):
+        return True
+    if len(v) < 3 and (v.isdigit() or (bare and not literal)):
+        # A secret however short where the context says so (quoted, `KEY=v`, `-pPW`), but
+        # `password=pw` is more often a call's argument than a two-letter password, and one
+        # or two digits a switch or a count (`REQUIRE_PASSWORD=1`).
         return True
     if re.fullmatch(r"[~.]?/[\w./-]*|#[0-9a-fA-F]{3,8}", v):
         return True  # a path (`PWD=/home/dana`) or a colour (`Token: '#000080'`)
@@ -143,8 +154,8 @@ def value_is_code(value: str, bare: bool, typed: bool = False) -> bool:
         return True  # a literal, a call, a subscript, a YAML tag or block, a template
     if _DOTTED.match(v) and not any(looks_random(seg, 10) for seg in v.split(".")):
         return True  # `password=cfg.password`, `token: process.env.TOKEN`
-    if _IDENT.match(v) and _SECRETISH.search(v):
-        return True  # `token = auth_token`
+    if _IDENT.match(v) and _SECRETISH.search(v) and not literal and not _DIGIT.search(v):
+        return True  # `token = auth_token`; `password: Password1` is a password
     # `password: Password` (an annotation) — only after a colon, never in `X=Value`
     return typed and bool(re.fullmatch(r"[A-Z][a-z]+(?:[A-Z][a-z]+)*(?:\[.*)?", v))
 
@@ -204,9 +215,14 @@ def looks_random(value: str, min_len: int = 20) -> bool:
     return shannon(v) >= min(4.0, max(2.5, len(v).bit_length() - 1.6))
 
 
+_KINDS = tuple(re.compile(rx) for rx in ("[a-z]", "[A-Z]", "[0-9]", "[^A-Za-z0-9]"))
+
+
+@lru_cache(maxsize=65536)
 def passwordish(value: str) -> bool:
     """Mixes letters with digits, symbols or capitals, as passwords must."""
-    kinds = sum(bool(re.search(rx, value)) for rx in ("[a-z]", "[A-Z]", "[0-9]", "[^A-Za-z0-9]"))
+    # asked of every word after `token`, `key` … in prose: compiled once, and cached
+    kinds = sum(rx.search(value) is not None for rx in _KINDS)
     digit = any(c.isdigit() for c in value) and not value.isdigit()
     return kinds >= 3 or (digit and len(value) >= 8)
 
@@ -222,15 +238,17 @@ def _prose_word(value: str, after: str) -> bool:
 
 
 def assignment_secret(
-    key: str, value: str, bare: bool, after: str = "", typed: bool = False
+    key: str, value: str, bare: bool, after: str = "", typed: bool = False, literal: bool = False
 ) -> bool:
-    """Is value, assigned to key, a secret? (typed: after a colon, where annotations go)"""
+    """Is value, assigned to key, a secret? (typed: after a colon; literal: see value_is_code)"""
     if MARK in value:
         return False
     strength = key_strength(key)
     if strength == STRONG:
-        code = value_is_code(value, bare, typed)
-        return not code and not (bare and _prose_word(value, after))
+        code = value_is_code(value, bare, typed, literal)
+        return not code and not (bare and not literal and _prose_word(value, after))
     if strength == WEAK:
-        return not value_is_code(value, bare, typed) and (looks_random(value, 10) or hex_key(value))
+        if value_is_code(value, bare, typed, literal):
+            return False
+        return looks_random(value, 10) or hex_key(value)
     return strength == NEUTRAL and looks_random(value, 20)
