@@ -93,3 +93,36 @@ def test_commit_names_the_copies_it_held_back_from_one_status_read(tmp_path, cli
     assert f"not committed {ROOT_COPY}: a conflict copy of README.md" in err
     assert len(calls) == 1  # was 2: the CLI read the status again to name the copy
     assert ROOT_COPY not in git(wiki.root, "ls-files")
+
+
+def test_a_broken_note_a_person_staged_is_committed_and_said(tmp_path, cli):
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    wiki, _ = Wiki.init(tmp_path / "w")
+    code, _, err = cli("--wiki", wiki.root, "remote", "add", str(remote))
+    assert code == 0, err
+    # Staged by hand: broken YAML. Not staged: no description (sync holds it back).
+    write(wiki.root, "memory/staged.md", '---\nname: staged\ndescription: "never closed\n---\n')
+    git(wiki.root, "add", "memory/staged.md")
+    write(wiki.root, "memory/loose.md", "---\nname: loose\n---\nNo description.\n")
+    code, out, err = cli("--wiki", wiki.root, "sync", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert [p["path"] for p in data["not_committed"]] == ["memory/loose.md"]
+    assert [p["path"] for p in data["committed_invalid"]] == ["memory/staged.md"]
+    lines = [ln for ln in err.splitlines() if "memory/staged.md" in ln]
+    assert len(lines) == 1 and "as you staged it (`git add`), though lint rejects it" in lines[0]
+    assert "run `memwiki sync` again" in lines[0], lines
+    # The person's staging is kept: the file is on the remote as staged, nothing refused.
+    remote_files = git(remote, "ls-tree", "-r", "--name-only", "main").split()
+    assert "memory/staged.md" in remote_files and "memory/loose.md" not in remote_files
+
+    # `memwiki commit` validates nothing, but names what lint would reject (staged or not).
+    write(wiki.root, "memory/again.md", "---\nname: other\ndescription: d\n---\n")
+    git(wiki.root, "add", "memory/again.md")
+    write(wiki.root, "memory/fine.md", note("fine"))
+    code, out, err = cli("--wiki", wiki.root, "commit")
+    assert code == 0, err
+    assert {"memory/again.md", "memory/loose.md", "memory/fine.md"} <= set(out.split())
+    named = sorted(ln.split()[2].rstrip(",") for ln in err.splitlines() if "lint rejects" in ln)
+    assert named == ["memory/again.md", "memory/loose.md"], err

@@ -294,10 +294,16 @@ def commit(
     as_json: bool = JSON,
 ) -> None:
     """Commit everything that changed in the wiki, hand edits included."""
-    result = open_wiki().commit(message)
+    from ..git.staged import rejected, said
+
+    wiki = open_wiki()
+    result = wiki.commit(message)
     print_commit(result, as_json)
     for held in result.not_committed:  # never committed (git/repo.commit_all): said why
         warn(f"not committed {held['path']}: {held['problem']}")
+    # commit does not validate (a person's own edits, staged or not); it says what lint rejects
+    for entry in rejected(wiki.repo, result.commit, result.created + result.updated):
+        warn(said(entry))
 
 
 def log(
