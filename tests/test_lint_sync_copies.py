@@ -126,3 +126,12 @@ def test_a_broken_note_a_person_staged_is_committed_and_said(tmp_path, cli):
     assert {"memory/again.md", "memory/loose.md", "memory/fine.md"} <= set(out.split())
     named = sorted(ln.split()[2].rstrip(",") for ln in err.splitlines() if "lint rejects" in ln)
     assert named == ["memory/again.md", "memory/loose.md"], err
+
+
+def test_commit_names_no_symlink_or_valid_note_as_rejected(tmp_path, cli):
+    wiki, _ = Wiki.init(tmp_path / "w")
+    write(wiki.root, "memory/real.md", note("real"))
+    (wiki.root / "memory" / "alias.md").symlink_to("real.md")
+    code, out, err = cli("--wiki", wiki.root, "commit")
+    assert code == 0 and "memory/alias.md" in out, err
+    assert "lint rejects" not in err, err

@@ -49,10 +49,12 @@ def rejected(repo: pygit2.Repository, commit_id: str | None, paths: list[str]) -
         if not is_note(root, rel, apps):
             continue
         try:
-            blob = repo[tree[rel].id]
+            entry = tree[rel]
         except KeyError:
             continue
-        if not isinstance(blob, pygit2.Blob):
+        blob = repo[entry.id]
+        # A symlink's blob is its target's path: lint names the link itself, not this.
+        if not isinstance(blob, pygit2.Blob) or entry.filemode == pygit2.GIT_FILEMODE_LINK:
             continue
         parts = PurePosixPath(rel).parts
         try:
