@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from . import markdown
 from . import recallfile as rfmod
 from .fsutil import link_target_ok
-from .git.conflicts import find_conflict_copies
 from .index.listing import ListingCache
 from .links import LinkIndex, broken_links, note_key
 from .recallfile import COPY_RE, Problem
@@ -158,23 +157,45 @@ def _stray_files(wiki: Wiki) -> list[Problem]:
 
 
 def _other_conflict_copies(wiki: Wiki, reported: set[str]) -> list[Problem]:
-    """Conflict copies outside the tracks (a README at the root, an app's folder)."""
+    """Conflict copies lint has not named yet: memwiki's own and other sync tools' anywhere
+    (the README at the root, an attachment), the ones sync holds back (git/copies.copies_in).
+
+    Bug it prevents: sync never commits another tool's copy outside the tracks, yet lint
+    named only memwiki's own there, so `memwiki lint` passed a file that would never sync.
+    A copy git ignores (moved to Obsidian's .trash/) is resolved, as sync takes it.
+    """
+    from .git.copies import copies_in, other_tools_copy
+
+    found = {c: o for c, o in copies_in(wiki.root).items() if c not in reported}
+    ignored = _ignored(wiki, list(found))
     out = []
-    for path in find_conflict_copies(wiki.root):
-        rel = path.relative_to(wiki.root).as_posix()
-        m = COPY_RE.match(path.name)
-        if rel in reported or m is None:
+    for rel, original in found.items():
+        if rel in ignored:
             continue
-        original = path.with_name(m["stem"] + (m["ext"] or "")).relative_to(wiki.root).as_posix()
-        out.append(
-            Problem(
-                rel,
-                1,
-                f"unresolved conflict copy of {original}: merge what you want to keep into "
-                "that file, then delete this one",
-            )
-        )
+        other = None if COPY_RE.match(rel.rsplit("/", 1)[-1]) else other_tools_copy(wiki.root, rel)
+        if other is None:
+            message = f"unresolved conflict copy of {original}: merge what you want to keep "
+            message += "into that file, then delete this one"
+        else:
+            message = f"{other[1]}: merge what you want to keep into that file, then delete "
+            message += "this one (or rename it, if it is a file of its own); sync never commits it"
+        out.append(Problem(rel, 1, message))
     return out
+
+
+def _ignored(wiki: Wiki, rels: list[str]) -> set[str]:
+    """The paths among rels that git ignores (none when the wiki has no readable repository)."""
+    import pygit2
+
+    from .errors import StorageError
+
+    if not rels:
+        return set()
+    try:
+        repo = wiki.repo
+        return {rel for rel in rels if repo.path_is_ignored(rel)}
+    except (StorageError, pygit2.GitError, OSError):  # lint names every copy without git
+        return set()
 
 
 def outside_symlinks(root: Path) -> list[Problem]:

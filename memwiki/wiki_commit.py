@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -11,12 +11,15 @@ if TYPE_CHECKING:
 
 @dataclass
 class CommitResult:
-    """What a commit wrote."""
+    """What a commit wrote, and the files it left out."""
 
     commit: str | None
     created: list[str]
     updated: list[str]
     deleted: list[str]
+    # [{path, problem}]: new conflict copies another sync tool made, which a commit of
+    # hand edits never takes (said here so that `memwiki commit` reads git status once).
+    not_committed: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """JSON form."""
@@ -25,6 +28,7 @@ class CommitResult:
             "created": self.created,
             "updated": self.updated,
             "deleted": self.deleted,
+            "not_committed": self.not_committed,
         }
 
 
@@ -46,12 +50,14 @@ def commit(
     """Commit everything (paths None) or only the given paths: an agent's write must not
     sweep a person's unfinished hand edits into its commit."""
     from .git import repo as gitstore
+    from .git.copies import described
 
+    held: dict[str, str] = {}
     if paths is None:
-        oid, changes = gitstore.commit_all(repo, message)
+        oid, changes = gitstore.commit_all(repo, message, held=held)
     else:
         oid, changes = gitstore.commit_paths(repo, paths, message)
     # A rename is its old path deleted and its new path created (the message names it).
     created = sorted(changes.created + [new for _, new in changes.renamed])
     deleted = sorted(changes.deleted + [old for old, _ in changes.renamed])
-    return CommitResult(oid, created, changes.updated, deleted)
+    return CommitResult(oid, created, changes.updated, deleted, described(held))

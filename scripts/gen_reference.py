@@ -80,6 +80,8 @@ class Session:
             "GIT_COMMITTER_EMAIL": "ada@example.com",
             "COLUMNS": "200",
         }
+        if "PYTHONPATH" in os.environ:  # a worktree's code, not the editable install's
+            self.env["PYTHONPATH"] = os.environ["PYTHONPATH"]
 
     def run(self, command: str) -> str:
         """The command's output as the reference shows it (stderr merged, [exit N] added)."""

@@ -117,6 +117,7 @@ def test_put_from_stdin_and_json_output(w, cli, git) -> None:
         "created": ["memory/a.md"],
         "updated": [],
         "deleted": [],
+        "not_committed": [],
     }
     code, out, _ = cli(
         "--wiki", w, "put", "-", stdin=payload(rf_item("a", description="new"), message="m\n")
@@ -568,6 +569,7 @@ def test_commit_text_json_and_nothing(w, cli, git) -> None:
         "created": [],
         "updated": [],
         "deleted": [],
+        "not_committed": [],
     }
     (w / "memory" / "x.md").write_text("---\nname: x\ndescription: d\n---\n")
     data = json.loads(cli("--wiki", w, "commit", "-m", "mine", "--json")[1])

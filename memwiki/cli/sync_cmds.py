@@ -17,6 +17,7 @@ def sync(
 ) -> None:
     """Fetch, commit hand edits, merge (conflicts kept as copies), push."""
     from ..git import sync as syncmod
+    from ..git.staged import said
 
     result = syncmod.sync(open_wiki(), config(), remote)
     if as_json:
@@ -33,6 +34,8 @@ def sync(
             "copies another sync tool made (Dropbox, Syncthing, iCloud): merge each into the"
             " file it copies, then delete it; sync never commits a new one"
         )
+    for entry in result.committed_invalid:
+        warn(said(entry, " as you staged it (`git add`)", "`memwiki sync`"))
     if any(p["path"] not in others for p in result.not_committed):
         warn("invalid RecallFiles were not committed: fix them (`memwiki lint`) and sync again")
 

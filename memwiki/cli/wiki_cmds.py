@@ -294,12 +294,16 @@ def commit(
     as_json: bool = JSON,
 ) -> None:
     """Commit everything that changed in the wiki, hand edits included."""
-    from ..git.copies import held_back
+    from ..git.staged import rejected, said
 
     wiki = open_wiki()
-    print_commit(wiki.commit(message), as_json)
-    for held in held_back(wiki.repo):  # never committed (git/repo.commit_all): said why
+    result = wiki.commit(message)
+    print_commit(result, as_json)
+    for held in result.not_committed:  # never committed (git/repo.commit_all): said why
         warn(f"not committed {held['path']}: {held['problem']}")
+    # commit does not validate (a person's own edits, staged or not); it says what lint rejects
+    for entry in rejected(wiki.repo, result.commit, result.created + result.updated):
+        warn(said(entry))
 
 
 def log(

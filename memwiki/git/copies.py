@@ -109,11 +109,16 @@ def held_back(repo: pygit2.Repository) -> list[dict]:
     RecallFile); one elsewhere (`README (conflicted copy).md`, an attachment) was committed
     as a new file and pushed to every device.
     """
+    return described(new_tool_copies(repo))
+
+
+def described(copies: dict[str, str]) -> list[dict]:
+    """{path: what it is} of other tools' copies as [{path, problem}], saying what to do."""
     return [
         {
             "path": rel,
             "problem": f"{what}: merge what you want to keep into that file, then delete "
             "this one (or rename it, if it is a file of its own)",
         }
-        for rel, what in new_tool_copies(repo).items()
+        for rel, what in copies.items()
     ]

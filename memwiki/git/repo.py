@@ -158,24 +158,27 @@ def stage_all(
     repo: pygit2.Repository,
     skip: set[str] | frozenset[str] = frozenset(),
     hand_edits: bool = False,
-) -> None:
+) -> dict[str, str]:
     """Stage every change in the work tree (new, modified, deleted), respecting .gitignore.
 
     Paths in skip stay as they are in the index; .memwiki/ is never staged; with
-    hand_edits, neither is a new file another sync tool made as a conflict copy.
+    hand_edits, neither is a new file another sync tool made as a conflict copy: returns
+    those, {path: what it is} (read from this status walk, not a second one).
     """
     from .copies import other_tools_copy  # it reads the recallfile model: only when needed
 
     wait_for_git(repo)
     index = _read_index(repo)
     refuse_unfinished(repo, index)
+    held: dict[str, str] = {}
     for path, flags in repo.status().items():
         if flags & pygit2.GIT_STATUS_IGNORED or path in skip or _private(path):
             if flags & pygit2.GIT_STATUS_WT_NEW and is_temp_name(path.rsplit("/", 1)[-1]):
                 _drop_stale_temp(Path(repo.workdir) / path)
             continue
         new = flags & pygit2.GIT_STATUS_WT_NEW
-        if hand_edits and new and other_tools_copy(Path(repo.workdir), path) is not None:
+        if hand_edits and new and (copy := other_tools_copy(Path(repo.workdir), path)):
+            held[path] = copy[1]
             continue
         if flags & pygit2.GIT_STATUS_WT_DELETED:
             index.remove(path)
@@ -187,6 +190,7 @@ def stage_all(
             index.add(path)
     _drop_private(index)
     _write_index(repo, index)
+    return dict(sorted(held.items()))
 
 
 def pending_paths(repo: pygit2.Repository) -> list[str]:
@@ -291,16 +295,21 @@ def commit_all(
     repo: pygit2.Repository,
     message: str | None = None,
     skip: set[str] | frozenset[str] = frozenset(),
+    held: dict[str, str] | None = None,
 ) -> tuple[str | None, Changes]:
     """Stage and commit everything that changed (but skip); (None, empty) when nothing did.
 
     Another sync tool's new conflict copy (Dropbox, Syncthing, iCloud) is never taken:
     bug it prevents, a scheduled `memorize commit`, sweeping the hand edits made while its
-    run was open, committed them, and the next sync spread them to every device.
+    run was open, committed them, and the next sync spread them to every device. held, when
+    given, is filled with them ({path: what it is}).
     """
 
     def attempt() -> tuple[str | None, Changes]:
-        stage_all(repo, skip, hand_edits=True)
+        found = stage_all(repo, skip, hand_edits=True)
+        if held is not None:
+            held.clear()
+            held.update(found)
         return _commit_staged(repo, message)
 
     return retry_moved(attempt)

@@ -31,7 +31,7 @@ import pygit2
 from ..errors import MemwikiError, StateError
 from ..fsutil import atomic_write_text
 from ..lock import FileLock
-from . import gitlocks, network, precommit, update
+from . import gitlocks, network, precommit, staged, update
 from . import repo as gitstore
 from .changes import Change, merge_message
 from .conflicts import COPY_RE, Conflict
@@ -74,6 +74,7 @@ class SyncResult:
     retries: int = 0  # pushes refused because another device pushed first
     changes: list[Change] = field(default_factory=list)  # of the hand-edit commit
     not_committed: list[dict] = field(default_factory=list)  # [{path, problem}]
+    committed_invalid: list[dict] = field(default_factory=list)  # staged, lint rejects
     conflict_copies: list[str] = field(default_factory=list)  # every one in the wiki now
     copy_of: dict[str, str] = field(default_factory=dict)  # {conflict copy: its original}
     messages: list[str] = field(default_factory=list)  # the server's `remote:` lines
@@ -97,6 +98,7 @@ class SyncResult:
             "retries": self.retries,
             "changes": [c.to_dict() for c in self.changes],
             "not_committed": [dict(p) for p in self.not_committed],
+            "committed_invalid": [dict(p) for p in self.committed_invalid],
             "conflict_copies": list(self.conflict_copies),
             "copy_of": dict(self.copy_of),
             "messages": list(self.messages),
@@ -143,20 +145,10 @@ def _invalid_hand_edits(wiki, skip: set[str]) -> list[dict]:
     found = []
     apps = app_folders(wiki.root)  # Obsidian's templates and daily notes: not RecallFiles
     for rel in gitstore.pending_paths(wiki.repo):
-        parts = PurePosixPath(rel).parts
         path = wiki.root / rel
-        if (
-            len(parts) < 2
-            or not rel.endswith(".md")
-            or any(p.startswith(".") for p in parts)
-            or any(rel.startswith(f"{folder}/") for folder in apps)
-            or COPY_RE.match(parts[-1])
-            or rel in skip
-            or not path.is_file()
-            or not (wiki.root / parts[0]).is_dir()
-        ):
+        if rel in skip or not staged.is_note(wiki.root, rel, apps) or not path.is_file():
             continue
-        _, problems = rfmod.try_read(path, parts[0], rel)
+        _, problems = rfmod.try_read(path, PurePosixPath(rel).parts[0], rel)
         if problems:
             why = "; ".join(f"line {p.line}: {p.message}" for p in problems)
             found.append({"path": rel, "problem": why})
@@ -265,6 +257,11 @@ def _integrate(wiki, config, result: SyncResult, tracking: str, upstream: str, c
     if committed:
         result.committed = committed
         result.changes = list(changes)
+        # Invalid work-tree edits were held back above: an invalid file committed now is
+        # one a person staged with `git add` (kept as staged, and said).
+        result.committed_invalid += staged.rejected(
+            repo, committed, [c.path for c in changes if c.status != "deleted"]
+        )
     checkpoint("committed")
     ref_name, ours = current_branch_head(repo)
     theirs = lookup(repo, tracking)

@@ -13,6 +13,7 @@ from .. import recallfile as rfmod
 from ..errors import InvalidInput, StateError
 from ..fsutil import atomic_write_text
 from ..git.merge import current_branch_head
+from ..lock import FileLock
 from . import runstate, templates, transcripts, worktrees
 from .runstate import PREPARED, PREPARING, WORKSPACE, RunState
 from .schema import MAX_PAYLOADS, Session, load_sessions
@@ -27,6 +28,10 @@ COMMIT_COMMAND = "memwiki memorize commit {run_id} --json"
 VERIFY_COMMAND = "memorize verify-resources {run_id}"
 # A job lists at most this many existing files; beyond that the executor reads the folder.
 MAX_LISTED = 300
+# One prepare at a time opens runs (not the wiki's write lock: agents' writes never wait
+# for scrubbing); long enough for ten large sessions to be scrubbed and written.
+PREPARE_LOCK = "prepare.lock"
+PREPARE_LOCK_TIMEOUT_S = 120
 
 
 @dataclass
@@ -202,6 +207,28 @@ def prepare_sessions(
     projects, one per session, is None or {"project": slug, "root": repository on this
     device or None, "cwd": the session's directory or None}.
     """
+    with prepare_lock(wiki):
+        return _open_run(wiki, sessions, run_id, commit_command, projects, _checkpoint)
+
+
+def prepare_lock(wiki: Wiki) -> FileLock:
+    """The lock that makes checking a run's sessions and opening it one step.
+
+    Bug it prevents: a second `memorize prepare` of a session whose run was still being
+    opened passed the memorized check (a run that is not prepared yet counts for nothing)
+    and opened a second run of it: the session memorized twice, duplicate notes.
+    """
+    return FileLock(wiki.sidecar / PREPARE_LOCK, timeout=PREPARE_LOCK_TIMEOUT_S)
+
+
+def _open_run(
+    wiki: Wiki,
+    sessions: Sequence[Session],
+    run_id: str | None,
+    commit_command: str,
+    projects: Sequence[dict[str, Any] | None] | None,
+    _checkpoint: Checkpoint | None,
+) -> PrepareResult:
     checkpoint = _checkpoint or _noop
     if not 1 <= len(sessions) <= MAX_PAYLOADS:
         raise InvalidInput(f"a run takes 1 to {MAX_PAYLOADS} sessions, got {len(sessions)}")
@@ -308,13 +335,9 @@ def prepare(
     if project is not None:
         rfmod.check_slug(project, "project")
         entry = {"project": project, "root": str(Path(root).resolve()) if root else None}
-    if not again:
-        _refuse_memorized(wiki, sessions)
-    return prepare_sessions(
-        wiki,
-        sessions,
-        run_id=run_id,
-        commit_command=commit_command,
-        projects=[entry] * len(sessions),
-        _checkpoint=_checkpoint,
-    )
+    with prepare_lock(wiki):  # the check and the run it allows, one step
+        if not again:
+            _refuse_memorized(wiki, sessions)
+        return _open_run(
+            wiki, sessions, run_id, commit_command, [entry] * len(sessions), _checkpoint
+        )
