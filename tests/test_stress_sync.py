@@ -471,7 +471,7 @@ def test_the_commit_a_sync_reports_is_the_one_on_the_remote(tmp_path, pushes):
 def test_a_git_commit_by_hand_during_a_memorize_merge_is_never_undone(tmp_path):
     """The same race in memorize commit (update.apply moves the branch for both): a
     person's `git commit` landing while a scheduled run merges is kept, on disk and in git."""
-    from memwiki.memorize.commit import commit as memorize_commit
+    from memwiki.memorize import commit as memorize_commit
     from memwiki.wiki import Wiki
 
     _, a, _ = _devices(tmp_path)
