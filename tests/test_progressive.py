@@ -9,10 +9,12 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from test_index_crash import build_wiki, env_for
 
 from memwiki.config import load
-from memwiki.index import background
+from memwiki.errors import StateError
+from memwiki.index import background, progressive
 from memwiki.index.progressive import INLINE_EMBED_LIMIT
 from memwiki.index.search import retrieve
 
@@ -230,3 +232,19 @@ def test_cli_answer_without_deadline_is_hybrid_and_equals_the_serial_retrieve(tm
     assert data["mode"] == "hybrid" == serial.mode
     assert [r["path"] for r in data["results"]] == serial.paths()
     assert [r["score"] for r in data["results"]] == [round(r.score, 6) for r in serial.results]
+
+
+def test_vector_mode_with_an_unusable_model_is_an_error_however_loaded_the_machine(
+    tmp_path, monkeypatch
+):
+    """Bug (test_cli_index's exit-4 test failed under 4 CPU hogs): with a deadline, a process
+    that had had little CPU so far skipped the vector thread as late, so `--mode vector` with
+    a missing model answered from BM25 with exit 0 instead of the documented exit 4."""
+    wiki = build_wiki(tmp_path / "w", files=6)
+    env = {"HOME": str(tmp_path), "MEMWIKI_EMBED_MODEL_DIR": str(tmp_path / "nonexistent")}
+    cfg = load({"wiki": str(wiki.root)}, environ=env)
+    # 0.02 CPU s per wall s: the floor Clock.share reports for a starved process
+    monkeypatch.setattr(progressive.Clock, "share", lambda self: 0.02)
+    with pytest.raises(StateError, match="vector mode needs an embedder"):
+        retrieve(wiki, QUERY, config=cfg, notify=lambda m: None, mode="vector",
+                 deadline=time.monotonic() + 5)  # fmt: skip

@@ -39,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from .argv import scan_globals
 
+        if argv is None:
+            _note_ctrl_c()
         globals_ = scan_globals(sys.argv[1:] if argv is None else list(argv))
         return _run(globals_, argv is None)
     except KeyboardInterrupt:  # Ctrl-C: one line, exit 130; every write is atomic
@@ -64,6 +66,25 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGINT, _HELD.pop())
 
 
+def _note_ctrl_c() -> None:
+    """Ctrl-C raises KeyboardInterrupt as before and is noted too: Python may drop the former."""
+    import signal
+
+    from ..index.progressive import on_ctrl_c
+
+    # An ignored SIGINT (a job started in the background) stays ignored.
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, on_ctrl_c)
+        sys.unraisablehook = _quiet_lost_ctrl_c
+
+
+def _quiet_lost_ctrl_c(unraisable) -> None:
+    """No "Exception ignored ... KeyboardInterrupt" lines: the Ctrl-C is noted and acted on."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 _HELD: list = []  # the SIGINT handler hold_ctrl_c() replaced, while it is held
 
 
@@ -77,6 +98,10 @@ def hold_ctrl_c() -> None:
     import signal
     import threading
 
+    from ..index.progressive import interrupted
+
+    if interrupted():  # a Ctrl-C came and its KeyboardInterrupt was lost: no answer
+        raise KeyboardInterrupt
     if threading.current_thread() is threading.main_thread() and not _HELD:
         _HELD.append(signal.signal(signal.SIGINT, signal.SIG_IGN))
 

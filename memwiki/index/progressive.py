@@ -111,6 +111,24 @@ def open_snapshot(index, mode: str, deadline: float | None, status: dict, notify
     )
 
 
+# The Ctrl-Cs this process received (on_ctrl_c). Bug they fix: a KeyboardInterrupt raised
+# inside importlib's weakref callback that drops a module lock was printed as "Exception
+# ignored" and lost, with the global import lock still held by the main thread; the vector
+# thread then waited for ever to import onnxruntime, and the answer for the vector thread.
+_CTRL_C: list[int] = []
+
+
+def on_ctrl_c(signum, frame) -> None:
+    """SIGINT handler: Python's KeyboardInterrupt, plus a note of it that cannot be lost."""
+    _CTRL_C.append(signum)
+    raise KeyboardInterrupt
+
+
+def interrupted() -> bool:
+    """Whether a Ctrl-C came, even one whose KeyboardInterrupt Python dropped."""
+    return bool(_CTRL_C)
+
+
 class VectorJob:
     """The query's embedding, computed in a daemon thread; the vector hits once a snapshot is open.
 
@@ -148,8 +166,13 @@ class VectorJob:
 
         search_fn(snap, qvec) -> hits.
         """
-        left = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
-        self._thread.join(left)
+        while self._thread.is_alive():
+            if _CTRL_C:  # a lost Ctrl-C: the thread may wait for a lock that is never freed
+                raise KeyboardInterrupt
+            left = 0.05 if self.deadline is None else min(0.05, self.deadline - time.monotonic())
+            if left <= 0:
+                break
+            self._thread.join(left)
         if self._thread.is_alive():
             self.reason = "BM25 only: vectors not ready within the deadline"
             return None

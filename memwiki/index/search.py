@@ -132,10 +132,13 @@ def retrieve(
             continue
         note = ""
         want_vectors = want_vectors and used_mode in ("hybrid", "vector")
+        # --mode vector asked for vectors alone: the thread runs even when the estimate says
+        # they are late, or an unusable model gave exit 0 on a loaded machine, exit 4 idle.
         if (
             progressive
             and want_vectors
             and job is None
+            and mode != "vector"
             and not prog.vectors_fit(index, deadline, clock)
         ):
             used_mode, note = "bm25", "BM25 only: vectors would not be ready within the deadline"
