@@ -5,10 +5,9 @@ person staged by hand that lint would reject."""
 from __future__ import annotations
 
 import json
-import subprocess
-from pathlib import Path
 
 import pygit2
+from test_sync_copies import git, write
 
 from memwiki.lint import lint_wiki
 from memwiki.wiki import Wiki
@@ -19,22 +18,6 @@ BARE_SYNCTHING = "attachments/Makefile.sync-conflict-20261201-101010-ABCDEFG"
 OURS = "README.conflict-remote-abcdef1.md"
 IN_TRACK = "memory/deploys (conflicted copy).md"
 TRASHED = ".trash/notes (conflicted copy).md"
-
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=True, timeout=30
-    )
-    return done.stdout
-
-
-def write(root: Path, rel: str, text: str | bytes) -> None:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text, encoding="utf-8")
 
 
 def note(name: str, body: str = "Body.\n") -> str:
