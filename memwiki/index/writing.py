@@ -97,6 +97,9 @@ def prepare(
     new = st.State(generation=old.generation + 1, bm25_dir=old.bm25_dir)
     new.whoosh_generation, new.bm25_deleted = old.whoosh_generation, old.bm25_deleted
     new.segments, new.embedder = list(old.segments), old.embedder
+    # Kept while the base an older memwiki wrote is: without it every update made the next
+    # reader look at the head of every file again (upgrade.recheck_plugin_notes).
+    new.plugins_checked = old.plugins_checked
     added = [row_of(i, projects.get(i.path, ())) for i in items]
     emb = index.embedder() if need_vectors else None
     key = index.model_key(emb) if emb is not None else old.embedder
