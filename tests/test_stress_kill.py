@@ -173,17 +173,7 @@ class Stress:
         self.counts[kind] = self.counts.get(kind, 0) + 1
         self.ledger.uncertain(writes)  # until it reports success
         feed = self.scratch / f"stdin-{self.serial}"
-        feed.write_bytes(stdin)
-        with feed.open("rb") as fh:
-            proc = subprocess.Popen(
-                command or _command("--wiki", str(self.root), *argv),
-                cwd=self.root,
-                stdin=fh,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=_env(),
-                start_new_session=True,
-            )
+        proc = _spawn(command or _command("--wiki", str(self.root), *argv), self.root, feed, stdin)
         kill_at = None
         if self.rng.random() < self.kill_rate:
             kill_at = time.monotonic() + self.rng.uniform(0.0, 0.8)
@@ -258,6 +248,21 @@ class Stress:
             if not running:
                 return
             time.sleep(0.01)
+
+
+def _spawn(argv: list[str], cwd: Path, feed: Path, stdin: bytes) -> subprocess.Popen:
+    """A command in its own session (killed with its children), stdin from a file."""
+    feed.write_bytes(stdin)
+    with feed.open("rb") as fh:
+        return subprocess.Popen(
+            argv,
+            cwd=cwd,
+            stdin=fh,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_env(),
+            start_new_session=True,
+        )
 
 
 def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:

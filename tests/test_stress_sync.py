@@ -27,7 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from test_stress_kill import ABSENT, SEED, WORDS, Ledger, _command, _env, _git, _text, _token
+from test_stress_kill import (
+    ABSENT,
+    SEED,
+    WORDS,
+    Ledger,
+    _command,
+    _git,
+    _spawn,
+    _text,
+    _token,
+)
 from test_stress_kill import _memwiki as stress_memwiki
 
 from memwiki.errors import StateError
@@ -122,19 +132,9 @@ class Storm:
         return f"t{self.serial}"
 
     def _spawn(self, device: str, kind: str, argv: list[str], writes, stdin: bytes = b"") -> Op:
-        feed = self.scratch / f"stdin-{self.serial}"
-        feed.write_bytes(stdin)
         self.ledgers[device].uncertain(writes)  # until it reports success
-        with feed.open("rb") as fh:
-            proc = subprocess.Popen(
-                argv,
-                cwd=self.roots[device],
-                stdin=fh,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=_env(),
-                start_new_session=True,
-            )
+        feed = self.scratch / f"stdin-{self.serial}"
+        proc = _spawn(argv, self.roots[device], feed, stdin)
         kill_at = None
         if self.rng.random() < self.kill_rate:
             kill_at = time.monotonic() + self.rng.uniform(0.0, 1.0)
