@@ -62,7 +62,7 @@ def rejected(repo: pygit2.Repository, commit_id: str | None, paths: list[str]) -
         except PluginNote:
             continue  # a drawing or a board: not a RecallFile, nothing to fix
         except InvalidRecallFile as exc:
-            why = "; ".join(f"line {p.line}: {p.message}" for p in exc.problems)
+            why = rfmod.problems_text(exc.problems)
             found.append({"path": rel, "problem": why})
     return found
 

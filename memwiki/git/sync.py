@@ -150,7 +150,7 @@ def _invalid_hand_edits(wiki, skip: set[str]) -> list[dict]:
             continue
         _, problems = rfmod.try_read(path, PurePosixPath(rel).parts[0], rel)
         if problems:
-            why = "; ".join(f"line {p.line}: {p.message}" for p in problems)
+            why = rfmod.problems_text(problems)
             found.append({"path": rel, "problem": why})
     return found
 

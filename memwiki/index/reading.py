@@ -49,7 +49,7 @@ def read_file_items(
         except rfmod.PluginNote as exc:
             entry.plugin = exc.kind  # a drawing or a board: left out in silence (docs/obsidian.md)
         except rfmod.InvalidRecallFile as exc:
-            problem = "; ".join(f"line {p.line}: {p.message}" for p in exc.problems)
+            problem = rfmod.problems_text(exc.problems)
     entry.problem = problem
     return items, entry, projects
 

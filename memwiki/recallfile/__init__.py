@@ -28,6 +28,7 @@ from .model import (
     is_one_line,
     mend_surrogates,
     printable,
+    problems_text,
 )
 from .parse import MAX_FILE_BYTES, decode, load_frontmatter, parse, read, size_problem, try_read
 
@@ -69,6 +70,7 @@ __all__ = [
     "SLUG_RE",
     "InvalidRecallFile",
     "Problem",
+    "problems_text",
     "RecallFile",
     "check_rendered",
     "check_new_name",

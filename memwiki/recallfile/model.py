@@ -41,6 +41,11 @@ class Problem:
         return asdict(self)
 
 
+def problems_text(problems) -> str:
+    """A file's problems as one line without its path: `line 2: …; line 5: …`."""
+    return "; ".join(f"line {p.line}: {p.message}" for p in problems)
+
+
 class InvalidRecallFile(InvalidInput):
     """A file that is not a valid RecallFile; carries every problem found."""
 
