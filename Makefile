@@ -52,7 +52,7 @@ format: $(STAMP)
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache
 
-# End-to-end suite with the real agent clients (tests/e2e/versions.toml), installed into
+# End-to-end suite with the real agent clients (templates/hosts/client-versions.toml), installed into
 # ~/.cache/memwiki-e2e; LATEST=1 installs the newest versions instead. HOSTS=a,b limits it.
 .PHONY: e2e
 e2e: $(STAMP)
