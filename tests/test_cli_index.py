@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -50,6 +51,20 @@ def test_retrieve_header_is_one_short_escaped_line(demo, cli):
     assert not any(line.startswith("## memory/fake.md") for line in out.splitlines())
     code, out, _ = cli("--wiki", demo.root, "retrieve", query, "--mode", "bm25", "--json")
     assert code == 0 and json.loads(out)["query"] == query
+
+
+def test_retrieve_a_query_with_bytes_that_are_not_utf8_is_answered_hybrid(demo, run_memwiki):
+    """A shell argument with a byte that is not UTF-8 reaches Python as a lone surrogate,
+    which the model's tokenizer refuses: the answer fell back to BM25 with the note
+    "vectors failed (TypeError)". The query is searched with U+FFFD in its place."""
+    query = os.fsdecode(b"\xff how do I cut a release of the billing service?")  # as argv
+    got = run_memwiki("--wiki", demo.root, "retrieve", query, "--json")
+    assert got.returncode == 0, got.stderr
+    answer = json.loads(got.stdout)
+    assert answer["mode"] == "hybrid", answer["index"]
+    assert answer["index"].get("note") is None
+    assert answer["query"].startswith("\ufffd how do I cut")
+    assert answer["results"][0]["path"] == "skill/release-billing-service.md"
 
 
 def test_retrieve_vector_mode_without_an_embedder_is_exit_4(demo, run_memwiki):

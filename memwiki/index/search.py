@@ -51,6 +51,11 @@ def retrieve(
     from ..errors import InvalidInput, StateError
 
     _check_types(query, k, budget, project, deadline)
+    from ..recallfile import mend_surrogates
+
+    # A non-UTF-8 byte in a shell argument arrives as a lone surrogate, which the model's
+    # tokenizer refuses: the answer fell back to BM25 with "vectors failed (TypeError)".
+    query = mend_surrogates(query)
     if mode not in MODES:
         raise InvalidInput(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     check_limits(k, budget)
