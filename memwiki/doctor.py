@@ -138,7 +138,8 @@ def _index(wiki, config):
     from .recallfile import printable  # one line, whatever a pulled folder is called
 
     skipped = [printable(f"{p}: {e.problem}") for p, e in state.files.items() if e.problem]
-    detail = f"{stale}; {state.indexed_files()} files, {len(state.rows)} items"  # no plugin notes
+    files, items = state.indexed_files(), len(state.rows)  # no plugin notes
+    detail = f"{stale}; {files} file{'s' * (files != 1)}, {items} item{'s' * (items != 1)}"
     if skipped:
         detail += f"; {len(skipped)} not indexed ({skipped[0]}{' …' if len(skipped) > 1 else ''})"
     now = state.embedder or {}
