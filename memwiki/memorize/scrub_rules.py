@@ -200,8 +200,18 @@ _LETTER_AND_DIGIT = re.compile(r"(?=.*[A-Za-z])(?=.*[0-9])")
 _ALGORITHM = re.compile(r"(?i)(?:sha|md|crc|blake|argon|pbkdf|aes|rsa|ed|utf|base|rot|v)-?\d+\w*")
 
 
+# `the password was reset2day`: what is done to a password, then texting shorthand (2day,
+# 4ever): the sentence going on, in lower case, where a password would be
+_SENTENCE_GOES_ON = re.compile(
+    r"(?:[a-z]{2,}ed|reset|set|sent|kept|lost|told|given|shown|written|stolen|forgotten|hidden)"
+    r"[248][a-z]{1,8}"
+)
+
+
 def _prose_password(value: str, m: re.Match[str]) -> bool:
     """`the token is Zx9!kLm2`; after `password` itself a digit among letters is enough."""
+    if _SENTENCE_GOES_ON.fullmatch(value):
+        return False
     if passwordish(value):
         return True
     # `the password is hunter2`: a word with a digit is a password there, where after
@@ -280,6 +290,12 @@ _CLASS_RULES = [
         r"\s+(?:(?:is|was|will be|of)\s+)?)[`'\"]?([^\s`'\"]{6,})", "secret-in-prose", 1,
         lambda v, m: _prose_password(v.rstrip(".,;:!?)"), m) and not value_is_code(v, True),
         ("pass", "pwd", "pin", "token", "secret", "key")),
+    # PINs and a lock's codes: digits only, which no rule above calls a secret; 4 to 10 of
+    # them right after the word (`PIN 3 of the header`, `error code 1603` stay)
+    _rx(r"(?i:\b(?:pin[ -]?(?:code|number)|pin|pass[ -]?code|(?:door|gate|alarm|lock|safe|keypad"
+        r"|garage|entry|unlock|access|security)[ -]?code)[\"']?(?:\s*[:=]\s*|\s+(?:(?:is|was"
+        r"|will be)\s*:?\s+)?))[`'\"]?([0-9]{4,10})(?![\w-]|[.,:/][0-9])", "pin", 1, None,
+        ("pin", "code")),
     # the same in other languages: `Das Passwort ist …`, `密码是…`, `пароль: …`
     _rx(r"(?i:" + _PASSWORD_WORDS + r")(?:\s*[:：=]\s*|\s+(?:ist|lautet|war|est|es|era|é|är|er"
         r"|is|jest|je)\s*[:：]?\s+|\s*(?:是|为|為|は|는|은|이)\s*)[`'\"「“]?"
