@@ -8,23 +8,28 @@ import and ~460 µs a line to scan, with thousands of high-entropy findings on o
 code. The rules are MIT-licensed; rules/LICENSE-gitleaks carries the notice.
 
 The file is Go RE2 syntax; `_to_python` translates the few constructs Python's `re`
-spells differently. A rule is compiled the first time one of its keywords appears.
+spells differently. `python -m memwiki.memorize.gitleaks` writes that translation to
+rules/gitleaks.json, which loads in ~1 ms where parsing the TOML took ~10; it carries the
+TOML's sha256, and a TOML edited since is read instead. A rule's regex, and an allowlist's,
+is compiled the first time it is needed: when one of the rule's keywords is in a text.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
-import tomllib
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from . import scan
 
 RULES_FILE = Path(__file__).with_name("rules") / "gitleaks.toml"
+DATA_FILE = RULES_FILE.with_suffix(".json")  # built from RULES_FILE: see the docstring
 # Rules left out, with the reason: they are about files rather than text, or better
 # served by the class rules in scrub_rules (which know about code and placeholders).
 SKIPPED = {
@@ -36,10 +41,18 @@ SKIPPED = {
 
 @dataclass
 class _Allow:
-    regexes: list[re.Pattern[str]]
+    sources: tuple[str, ...]  # regexes, in Python's syntax
     stopwords: tuple[str, ...]
     target: str  # "secret", "match" or "line"
     all_of: bool  # condition AND: every given check must hold
+    _compiled: list[re.Pattern[str]] | None = None
+
+    @property
+    def regexes(self) -> list[re.Pattern[str]]:
+        """The compiled regexes (asked only of a rule that matched)."""
+        if self._compiled is None:
+            self._compiled = [_compile(r) for r in self.sources]
+        return self._compiled
 
 
 @dataclass
@@ -47,7 +60,7 @@ class Rule:
     """One gitleaks rule, compiled on first use."""
 
     id: str
-    source: str
+    source: str  # in Python's syntax
     keywords: tuple[str, ...]
     entropy: float
     group: int
@@ -103,47 +116,90 @@ def _to_python(rx: str) -> str:
 def _compile(rx: str) -> re.Pattern[str]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # "possible nested set" in a few rules
-        return re.compile(_to_python(rx), re.ASCII)
+        return re.compile(rx, re.ASCII)
 
 
-def _allow_from(raw: dict) -> _Allow | None:
+def _allow_data(raw: dict) -> dict[str, Any] | None:
     if raw.get("paths") and not raw.get("regexes") and not raw.get("stopwords"):
         return None  # only about file paths: a transcript has none
+    return {
+        "regexes": [_to_python(r) for r in raw.get("regexes", [])],
+        "stopwords": [w.lower() for w in raw.get("stopwords", [])],
+        "target": raw.get("regexTarget", "secret"),
+        "all_of": raw.get("condition", "OR").upper() == "AND" and not raw.get("paths"),
+    }
+
+
+def build_data(toml: bytes) -> dict[str, Any]:
+    """The usable rules of gitleaks.toml, translated to Python, as DATA_FILE holds them."""
+    import hashlib
+    import tomllib
+
+    doc = tomllib.loads(toml.decode("utf-8"))
+    out = []
+    for raw in doc["rules"]:
+        if raw["id"] in SKIPPED or "regex" not in raw:
+            continue
+        allows = [_allow_data(a) for a in raw.get("allowlists", [])]
+        out.append(
+            {
+                "id": raw["id"],
+                "regex": _to_python(raw["regex"]),
+                "keywords": [k.lower() for k in raw.get("keywords", [])],
+                "entropy": float(raw.get("entropy", 0.0)),
+                "group": int(raw.get("secretGroup", 0)),
+                "allows": [a for a in allows if a is not None],
+            }
+        )
+    glob = doc.get("allowlist", {})
+    return {
+        "source_sha256": hashlib.sha256(toml).hexdigest(),
+        "rules": out,
+        "allowlist": {
+            "regexes": [_to_python(r) for r in glob.get("regexes", [])],
+            "stopwords": [w.lower() for w in glob.get("stopwords", [])],
+        },
+    }
+
+
+def _data() -> dict[str, Any]:
+    import hashlib  # loaded anyway by whoever scrubs a session (schema's digests)
+
+    toml = RULES_FILE.read_bytes()
+    try:
+        data = json.loads(DATA_FILE.read_bytes())
+    except (OSError, ValueError):
+        data = None
+    if not isinstance(data, dict) or data.get("source_sha256") != hashlib.sha256(toml).hexdigest():
+        data = build_data(toml)  # missing, damaged or older than the TOML: read the TOML
+    return data
+
+
+def _allow(raw: dict[str, Any], target: str | None = None, all_of: bool = False) -> _Allow:
     return _Allow(
-        regexes=[_compile(r) for r in raw.get("regexes", [])],
-        stopwords=tuple(w.lower() for w in raw.get("stopwords", [])),
-        target=raw.get("regexTarget", "secret"),
-        all_of=raw.get("condition", "OR").upper() == "AND" and not raw.get("paths"),
+        sources=tuple(raw["regexes"]),
+        stopwords=tuple(raw["stopwords"]),
+        target=target or raw["target"],
+        all_of=raw["all_of"] if target is None else all_of,
     )
 
 
 @cache
 def rules() -> tuple[list[Rule], _Allow]:
-    """Every usable rule and the global allowlist, parsed once per process."""
-    with RULES_FILE.open("rb") as fh:
-        doc = tomllib.load(fh)
-    out = []
-    for raw in doc["rules"]:
-        if raw["id"] in SKIPPED or "regex" not in raw:
-            continue
-        allows = [a for a in map(_allow_from, raw.get("allowlists", [])) if a is not None]
-        out.append(
-            Rule(
-                id=raw["id"],
-                source=raw["regex"],
-                keywords=tuple(k.lower() for k in raw.get("keywords", [])),
-                entropy=float(raw.get("entropy", 0.0)),
-                group=int(raw.get("secretGroup", 0)),
-                allows=allows,
-            )
+    """Every usable rule and the global allowlist, loaded once per process."""
+    data = _data()
+    out = [
+        Rule(
+            id=raw["id"],
+            source=raw["regex"],
+            keywords=tuple(raw["keywords"]),
+            entropy=raw["entropy"],
+            group=raw["group"],
+            allows=[_allow(a) for a in raw["allows"]],
         )
-    glob = doc.get("allowlist", {})
-    return out, _Allow(
-        regexes=[_compile(r) for r in glob.get("regexes", [])],
-        stopwords=tuple(w.lower() for w in glob.get("stopwords", [])),
-        target="secret",
-        all_of=False,
-    )
+        for raw in data["rules"]
+    ]
+    return out, _allow(data["allowlist"], target="secret")
 
 
 def shannon(value: str) -> float:
@@ -212,3 +268,9 @@ def find(
                 continue
             found.append((m.start(group), m.end(group), rule.id))
     return found
+
+
+if __name__ == "__main__":
+    # python -m memwiki.memorize.gitleaks: DATA_FILE written again from RULES_FILE
+    text = json.dumps(build_data(RULES_FILE.read_bytes()), indent=0, ensure_ascii=False)
+    DATA_FILE.write_text(text + "\n", encoding="utf-8")

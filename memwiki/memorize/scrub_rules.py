@@ -13,7 +13,6 @@ import base64
 import binascii
 import re
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
 
 from . import scan
 from .scrub_values import (
@@ -122,7 +121,7 @@ _CMD_FLAGS = (
 _FLAG_VALUE = r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"'][^\s\"']*)"
 # `-(?<![\w-]-)` is `(?<![\w-])-` spelled so that the pattern starts with a literal, which
 # the regex engine searches for by skipping to each `-` (13x on this rule, same matches).
-_LONG_FLAG = re.compile(
+_LONG_FLAG = (
     r"(?i:-(?<![\w-]-)-?(?:[a-z0-9]+[-_])*(?:password|passwd|pass|passphrase|token|secret|"
     r"api-?key|apikey|access-?key|secret-?key|auth-?token|storepass|keypass|pwd|"
     r"client-secret|sas))(?:=|[ \t]+)" + _FLAG_VALUE
@@ -166,24 +165,33 @@ def _command_value_ok(value: str, m: re.Match[str] | None = None) -> bool:
 Check = Callable[[str, re.Match[str]], bool]
 
 
-class _Rule(NamedTuple):
-    pattern: re.Pattern[str]
-    kind: str
-    group: int  # the group holding the secret; 0 = the first group that matched
-    ok: Check | None  # a last look at the value (and the match)
-    keys: tuple[str, ...]  # lower-case words one of which must be in the text; () = always
-    runs: scan.Runs | None = None  # where the fast path tries a rule without keywords
+class Rule:
+    """A rule; its regex is compiled the first time a text may hold a match (keywords)."""
+
+    __slots__ = ("source", "kind", "group", "ok", "keys", "runs", "_pattern")
+
+    def __init__(
+        self,
+        source: str,
+        kind: str,
+        group: int = 0,  # the group holding the secret; 0 = the first group that matched
+        ok: Check | None = None,  # a last look at the value (and the match)
+        keys: tuple[str, ...] = (),  # lower-case words one of which must be in the text
+        runs: scan.Runs | None = None,  # where the fast path tries a rule without keywords
+    ):
+        self.source, self.kind, self.group, self.ok, self.keys = source, kind, group, ok, keys
+        self.runs = runs
+        self._pattern: re.Pattern[str] | None = None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """The compiled regex."""
+        if self._pattern is None:
+            self._pattern = re.compile(self.source)
+        return self._pattern
 
 
-def _rx(
-    pattern: str,
-    kind: str,
-    group: int = 0,
-    ok: Check | None = None,
-    keys: tuple[str, ...] = (),
-    runs: scan.Runs | None = None,
-) -> _Rule:
-    return _Rule(re.compile(pattern), kind, group, ok, keys, runs)
+_rx = Rule
 
 
 def _pem_b64_private(value: str, m: re.Match[str] | None = None) -> bool:
@@ -276,7 +284,7 @@ _CLASS_RULES = [
         for cmd, flag, keys in _CMD_FLAGS
     ),
     _rx(r"(?<![\w-])-pass(?:in|out)?\s+pass:(\S+)", "cli-password", 1, None, ("-pass",)),
-    _rx(_LONG_FLAG.pattern, "secret-flag", 1, _flag_value_ok,
+    _rx(_LONG_FLAG, "secret-flag", 1, _flag_value_ok,
         ("pass", "token", "secret", "key", "pwd", "sas")),
     _rx(r"(?im)\b(?:login|user)\s+\S+\s+password\s+(\S+)|^\s*password\s+(\S+)\s*$", "netrc",
         0, None, ("password",)),
@@ -333,15 +341,16 @@ def _named_not_secret(m: re.Match[str]) -> bool:
 
 
 def _run(
-    rules: scan.ByKeyword[_Rule], text: str, low: str, present: set[str] | None
+    rules: scan.ByKeyword[Rule], text: str, low: str, present: set[str] | None
 ) -> Iterator[Span]:
     ascii_low = scan.literal_low(text, low) if low else None
-    for pattern, kind, group, ok, keys, runs in rules.select(present):
-        for m in scan.keyed(pattern, keys, text, low, present, ascii_low, runs):
+    for rule in rules.select(present):
+        pattern, group, ok = rule.pattern, rule.group, rule.ok  # compiled here, if ever
+        for m in scan.keyed(pattern, rule.keys, text, low, present, ascii_low, rule.runs):
             g = group or next((i for i in range(1, pattern.groups + 1) if m.group(i)), 0)
             value = m.group(g)
             if value and (ok is None or ok(value, m)):
-                yield m.start(g), m.end(g), kind
+                yield m.start(g), m.end(g), rule.kind
 
 
 KEYWORDS = {k for rule in _BLOCK_RULES + _CLASS_RULES for k in rule.keys}
