@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memwiki.memorize import gitleaks, scan, scrub
+from memwiki.memorize import gitleaks, scan, scrub, scrub_build
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYWORDS = sorted(scrub._keywords().words)
@@ -110,10 +112,10 @@ def test_a_keyword_group_turns_to_its_regex_once_it_has_read_its_budget():
 
 
 def test_the_shipped_rule_data_is_the_toml_translated():
-    # rules/gitleaks.json is written by `python -m memwiki.memorize.gitleaks` from the TOML
+    # rules/gitleaks.json is written by `python -m memwiki.memorize.scrub_build` from the TOML
     built = gitleaks.build_data(gitleaks.RULES_FILE.read_bytes())
     assert json.loads(gitleaks.DATA_FILE.read_text(encoding="utf-8")) == built, (
-        "run python -m memwiki.memorize.gitleaks"
+        "run python -m memwiki.memorize.scrub_build"
     )
     assert len(built["rules"]) >= 200
 
@@ -130,3 +132,30 @@ def test_rule_data_older_than_the_toml_is_not_used(tmp_path, monkeypatch):
     assert gitleaks._data() == gitleaks.build_data(gitleaks.RULES_FILE.read_bytes())
     data.write_text("{not json", encoding="utf-8")
     assert len(gitleaks._data()["rules"]) >= 200
+
+
+def test_the_shipped_anchors_are_the_ones_worked_out_now():
+    # rules/anchors.json is written by `python -m memwiki.memorize.scrub_build`
+    shipped = json.loads(scan.ANCHORS_FILE.read_text(encoding="utf-8"))
+    if shipped["python"] != f"{sys.version_info.major}.{sys.version_info.minor}":
+        pytest.skip("built on another Python, whose regex parser may spell anchors otherwise")
+    assert shipped == scrub_build.anchors(), "run python -m memwiki.memorize.scrub_build"
+    anchored = [p for p in scrub.patterns() if scan.cached_anchor(p) is not None]
+    assert len(anchored) >= 200
+    assert all(scan.cached_anchor(p) == scan.anchor(p) for p in scrub.patterns())
+
+
+def test_a_pattern_missing_or_damaged_in_the_anchor_file_is_worked_out(tmp_path, monkeypatch):
+    rx = re.compile(r"(?i)\b(?:token|secret)[:=]\s*(\w+)")
+    damaged = re.compile(r"\bpassword[:=]\s*(\w+)")
+    table = tmp_path / "anchors.json"
+    table.write_text(json.dumps({"anchors": {scan.anchor_key(damaged): [1, 2]}}))
+    monkeypatch.setattr(scan, "ANCHORS_FILE", table)
+    scan._known.cache_clear()
+    scan.cached_anchor.cache_clear()
+    try:
+        assert scan.cached_anchor(rx) == scan.anchor(rx) is not None
+        assert scan.cached_anchor(damaged) == scan.anchor(damaged) is not None
+    finally:
+        scan._known.cache_clear()
+        scan.cached_anchor.cache_clear()

@@ -8,7 +8,7 @@ import and ~460 µs a line to scan, with thousands of high-entropy findings on o
 code. The rules are MIT-licensed; rules/LICENSE-gitleaks carries the notice.
 
 The file is Go RE2 syntax; `_to_python` translates the few constructs Python's `re`
-spells differently. `python -m memwiki.memorize.gitleaks` writes that translation to
+spells differently. `python -m memwiki.memorize.scrub_build` writes that translation to
 rules/gitleaks.json, which loads in ~1 ms where parsing the TOML took ~10; it carries the
 TOML's sha256, and a TOML edited since is read instead. A rule's regex, and an allowlist's,
 is compiled the first time it is needed: when one of the rule's keywords is in a text.
@@ -268,9 +268,3 @@ def find(
                 continue
             found.append((m.start(group), m.end(group), rule.id))
     return found
-
-
-if __name__ == "__main__":
-    # python -m memwiki.memorize.gitleaks: DATA_FILE written again from RULES_FILE
-    text = json.dumps(build_data(RULES_FILE.read_bytes()), indent=0, ensure_ascii=False)
-    DATA_FILE.write_text(text + "\n", encoding="utf-8")

@@ -16,13 +16,15 @@ Two tricks, both exact:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as P  # type: ignore[attr-defined]
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 # An anchor is worth it only when its literal is rare enough and the bound small enough:
 # otherwise trying the regex around every occurrence costs more than one finditer.
@@ -118,14 +120,30 @@ class Keywords:
 
 @dataclass(frozen=True)
 class Anchor:
-    """Every match holds one of `finder`'s literals at most `lead` characters after its start."""
+    """Every match holds one of `lits` at most `lead` characters after its start."""
 
-    finder: re.Pattern[str]
+    lits: tuple[str, ...]  # as the pattern spells them, longest first
     lead: int
     literals: tuple[str, ...]  # lower case; all ASCII, or () when one is not
     # `[class]*\Z` when everything before the literal is one character class (gitleaks'
     # `[\w.-]{0,50}?password`): a match starts inside the run of it that ends at the literal
-    run: re.Pattern[str] | None = None
+    run_source: str | None = None
+    run_flags: int = 0
+
+    @property
+    def finder(self) -> re.Pattern[str]:
+        """A regex for the literals wherever the pattern's engine could match them."""
+        # IGNORECASE on the pattern's own engine finds every place a literal can match
+        # there (and more, which only costs a try); DOTALL so that no literal is missed.
+        return _compiled("|".join(map(re.escape, self.lits)), re.IGNORECASE | re.DOTALL)
+
+    @property
+    def run(self) -> re.Pattern[str] | None:
+        """`[class]*\\Z` for the class every character before the literal is in, if one."""
+        return None if self.run_source is None else _compiled(self.run_source, self.run_flags)
+
+
+_compiled = cache(re.compile)
 
 
 def _width(item: tuple) -> int:
@@ -180,7 +198,7 @@ _CATEGORIES = {
 _REPEATS = (C.MAX_REPEAT, C.MIN_REPEAT, getattr(C, "POSSESSIVE_REPEAT", C.MAX_REPEAT))
 
 
-def _run_of(before: list[tuple] | None, flags: int) -> re.Pattern[str] | None:
+def _run_of(before: list[tuple] | None, flags: int) -> tuple[str, int] | None:
     """`[class]*\\Z` for items that are one character class, repeated (or zero-width)."""
     parts: list[str] = []
     for op, av in before or ():
@@ -206,7 +224,7 @@ def _run_of(before: list[tuple] | None, flags: int) -> re.Pattern[str] | None:
         return None
     # the pattern's own case and ASCII flags, so the class means what it means there
     keep = flags & (re.IGNORECASE | re.ASCII)
-    return re.compile("[" + "".join(parts) + "]*\\Z", keep)
+    return "[" + "".join(parts) + "]*\\Z", int(keep)
 
 
 def anchor(pattern: re.Pattern[str]) -> Anchor | None:
@@ -218,13 +236,10 @@ def anchor(pattern: re.Pattern[str]) -> Anchor | None:
         return None
     if found is None or min(map(len, found[0])) < MIN_LITERAL or found[1] > MAX_LEAD:
         return None
-    lits = sorted(found[0], key=len, reverse=True)
-    # IGNORECASE on the pattern's own engine finds every place a literal can match there
-    # (and more, which only costs a try); DOTALL so that no literal is missed.
-    flags = re.IGNORECASE | re.DOTALL
+    lits = tuple(sorted(found[0], key=lambda x: (-len(x), x)))
     ascii_lits = tuple(x.lower() for x in lits) if all(x.isascii() for x in lits) else ()
-    finder = re.compile("|".join(map(re.escape, lits)), flags)
-    return Anchor(finder, found[1], ascii_lits, _run_of(found[2], pattern.flags))
+    run = _run_of(found[2], pattern.flags)
+    return Anchor(lits, found[1], ascii_lits, *(run or (None, 0)))
 
 
 # The characters beyond ASCII that case-insensitive matching takes for an ASCII letter, or
@@ -323,7 +338,50 @@ def in_runs(pattern: re.Pattern[str], text: str, runs: Runs) -> Iterator[re.Matc
                 pos = m.end() if m.end() > m.start() else m.end() + 1
 
 
-cached_anchor = cache(anchor)
+# Where each of the scrubber's rules can match, worked out by `anchor` ahead of time
+# (python -m memwiki.memorize.scrub_build): parsing a regex again to find its anchor cost
+# ~0.5 ms a rule, three times its compilation. A pattern not in the file (a rule edited
+# since) is worked out here: the file only saves time, never decides a match.
+ANCHORS_FILE = Path(__file__).with_name("rules") / "anchors.json"
+
+
+def anchor_key(pattern: re.Pattern[str]) -> str:
+    """The key of pattern in ANCHORS_FILE: its flags and its text."""
+    return f"{pattern.flags}:{pattern.pattern}"
+
+
+def anchor_spec(found: Anchor | None) -> list[Any] | None:
+    """An anchor as ANCHORS_FILE holds it."""
+    if found is None:
+        return None
+    return [list(found.lits), found.lead, list(found.literals), found.run_source, found.run_flags]
+
+
+@cache
+def _known() -> dict[str, Any]:
+    try:
+        data = json.loads(ANCHORS_FILE.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    table = data.get("anchors") if isinstance(data, dict) else None
+    return table if isinstance(table, dict) else {}
+
+
+@cache
+def cached_anchor(pattern: re.Pattern[str]) -> Anchor | None:
+    """anchor(pattern), read from ANCHORS_FILE when it is there."""
+    key = anchor_key(pattern)
+    known = _known()
+    if key in known:
+        spec = known[key]
+        if spec is None:
+            return None
+        try:
+            lits, lead, literals, run_source, run_flags = spec
+            return Anchor(tuple(lits), int(lead), tuple(literals), run_source, int(run_flags))
+        except (TypeError, ValueError):
+            pass  # a damaged entry: worked out again
+    return anchor(pattern)
 
 
 T = TypeVar("T")

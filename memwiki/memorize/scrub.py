@@ -125,6 +125,12 @@ def _windows(text: str) -> list[tuple[int, str]]:
     return out
 
 
+def patterns() -> list[re.Pattern[str]]:
+    """Every regex of every rule, compiled (the reference path's worth: all of them)."""
+    rules = [*_TOKEN_RULES, *scrub_rules.RULES]
+    return [r.pattern for r in rules] + [r.pattern for r in gitleaks.rules()[0]]
+
+
 @cache
 def _keywords() -> scan.Keywords:
     keys = {k for *_, keys in _TOKEN_PATTERNS for k in keys}

@@ -353,7 +353,8 @@ def _run(
                 yield m.start(g), m.end(g), rule.kind
 
 
-KEYWORDS = {k for rule in _BLOCK_RULES + _CLASS_RULES for k in rule.keys}
+RULES = (*_BLOCK_RULES, *_CLASS_RULES)  # every rule of this module, for scrub_build
+KEYWORDS = {k for rule in RULES for k in rule.keys}
 BLOCK_KEYWORDS = frozenset(k for rule in _BLOCK_RULES for k in rule.keys)
 _BLOCKS = scan.ByKeyword(_BLOCK_RULES, lambda rule: rule.keys)
 _CLASSES = scan.ByKeyword(_CLASS_RULES, lambda rule: rule.keys)
