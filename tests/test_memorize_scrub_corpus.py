@@ -173,6 +173,8 @@ def test_short_values_that_are_code_or_prose_are_left_alone(text):
         "pin numpy to 1.26.4",
         "the pin count is 1024",
         "exit code: 1234",
+        "we pin 2024 as the base year",  # the verb
+        "pin 1024 threads to the first socket",
     ],
 )  # fmt: skip
 def test_sentences_about_passwords_and_digits_that_are_not_pins_are_left_alone(text):
@@ -190,6 +192,9 @@ def test_sentences_about_passwords_and_digits_that_are_not_pins_are_left_alone(t
         ("the alarm code 13579", "13579"),
         ('{"pin": "4821"}', "4821"),
         ("PIN=4821", "4821"),
+        ("PIN 4821", "4821"),
+        ("my pin is 4821", "4821"),
+        ("pin code 1234", "1234"),
         ("the password was reset2day123", "reset2day123"),  # no English reading: a password
         ("the password was Reset2day", "Reset2day"),
     ],
