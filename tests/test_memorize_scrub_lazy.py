@@ -132,6 +132,14 @@ def test_rule_data_older_than_the_toml_is_not_used(tmp_path, monkeypatch):
     assert gitleaks._data() == gitleaks.build_data(gitleaks.RULES_FILE.read_bytes())
     data.write_text("{not json", encoding="utf-8")
     assert len(gitleaks._data()["rules"]) >= 200
+    stale["source_sha256"] = gitleaks.build_data(gitleaks.RULES_FILE.read_bytes())["source_sha256"]
+    stale["rules"] = [{"id": "half a rule"}]  # the TOML's digest, another shape
+    data.write_text(json.dumps(stale), encoding="utf-8")
+    gitleaks.rules.cache_clear()
+    try:
+        assert len(gitleaks.rules()[0]) >= 200
+    finally:
+        gitleaks.rules.cache_clear()
 
 
 def test_the_shipped_anchors_are_the_ones_worked_out_now():

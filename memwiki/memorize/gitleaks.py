@@ -184,22 +184,29 @@ def _allow(raw: dict[str, Any], target: str | None = None, all_of: bool = False)
     )
 
 
-@cache
-def rules() -> tuple[list[Rule], _Allow]:
-    """Every usable rule and the global allowlist, loaded once per process."""
-    data = _data()
+def _rules_of(data: dict[str, Any]) -> tuple[list[Rule], _Allow]:
     out = [
         Rule(
             id=raw["id"],
             source=raw["regex"],
             keywords=tuple(raw["keywords"]),
-            entropy=raw["entropy"],
-            group=raw["group"],
+            entropy=float(raw["entropy"]),
+            group=int(raw["group"]),
             allows=[_allow(a) for a in raw["allows"]],
         )
         for raw in data["rules"]
     ]
     return out, _allow(data["allowlist"], target="secret")
+
+
+@cache
+def rules() -> tuple[list[Rule], _Allow]:
+    """Every usable rule and the global allowlist, loaded once per process."""
+    try:
+        return _rules_of(_data())
+    except (KeyError, TypeError, ValueError):
+        # DATA_FILE edited by hand into another shape: the TOML says the same
+        return _rules_of(build_data(RULES_FILE.read_bytes()))
 
 
 def shannon(value: str) -> float:
