@@ -5,13 +5,15 @@ Two tricks, both exact:
 - Keywords: every rule runs only where one of its keywords is in the lower-cased text.
   Checking ~300 keywords one `in` at a time read the text ~300 times; `Keywords` finds
   them with one trie-shaped regex per first character (~40), each of which the regex
-  engine skips through to that character's occurrences.
+  engine skips through to that character's occurrences (compiled once a text has
+  made it worth it; until then its few keywords are looked up one by one).
 - Anchors: most rules need a literal (`password`, `kind:`, `BEGIN`) at a bounded
   distance from where their match starts, yet `finditer` tries the regex at every
   position (gitleaks' `[\\w.-]{0,50}?password…` costs 50 steps a character). `anchor`
   reads that literal and bound from the parsed regex; `finditer` then tries the regex
   only at the positions a literal occurrence allows, in order, which yields the same
-  matches, since a match always holds one of the literals.
+  matches, since a match always holds one of the literals. The scrubber's anchors are
+  worked out ahead of time (ANCHORS_FILE).
 """
 
 from __future__ import annotations
