@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memwiki.memorize import gitleaks, scan, scrub, scrub_build
+from memwiki.memorize import gitleaks, scan, scrub, scrub_build, scrub_keywords
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYWORDS = sorted(scrub._keywords().words)
@@ -96,14 +96,14 @@ def test_a_rule_is_compiled_only_when_one_of_its_keywords_is_in_the_text():
 @given(st.lists(st.one_of(st.sampled_from(KEYWORDS), st.text(max_size=12)), max_size=20))
 def test_keywords_looked_up_one_by_one_are_the_ones_the_regexes_find(pieces):
     low = "".join(pieces).lower()
-    lookup = scan.Keywords(KEYWORDS, budget=1 << 40)
-    regex = scan.Keywords(KEYWORDS, budget=0)
+    lookup = scrub_keywords.Keywords(KEYWORDS, budget=1 << 40)
+    regex = scrub_keywords.Keywords(KEYWORDS, budget=0)
     assert lookup.present(low) == regex.present(low) == {k for k in KEYWORDS if k in low}
     assert all(g.rx is None for g in lookup._groups)
 
 
 def test_a_keyword_group_turns_to_its_regex_once_it_has_read_its_budget():
-    words = scan.Keywords(["pass", "password", "passwd", "pwd", "token"], budget=100)
+    words = scrub_keywords.Keywords(["pass", "password", "passwd", "pwd", "token"], budget=100)
     text = "the password is in the token file " * 2  # 68 characters
     assert words.present(text) == {"pass", "password", "pwd", "token"} - {"pwd"}
     assert all(g.rx is None for g in words._groups)

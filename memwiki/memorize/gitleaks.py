@@ -251,7 +251,7 @@ def find(
 ) -> list[tuple[int, int, str]]:
     """(start, end, rule id) of every provider secret gitleaks' rules find in text.
 
-    present: the keywords in text (scan.Keywords), for the fast path; without it each
+    present: the keywords in text (scrub_keywords.Keywords), for the fast path; without it each
     keyword is looked up in low and each regex runs over all of text (the reference).
     """
     all_rules, glob = rules()

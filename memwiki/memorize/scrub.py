@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
-from . import gitleaks, scan, scrub_rules, scrub_values
+from . import gitleaks, scan, scrub_keywords, scrub_rules, scrub_values
 from .schema import Session
 from .scrub_rules import BLOCK_KEYWORDS, Rule
 from .scrub_values import CODE_WORDS, MARK, key_strength
@@ -132,9 +132,9 @@ def patterns() -> list[re.Pattern[str]]:
 
 
 @cache
-def _keywords() -> scan.Keywords:
+def _keywords() -> scrub_keywords.Keywords:
     keys = {k for *_, keys in _TOKEN_PATTERNS for k in keys}
-    return scan.Keywords(keys | scrub_rules.KEYWORDS | gitleaks.keywords())
+    return scrub_keywords.Keywords(keys | scrub_rules.KEYWORDS | gitleaks.keywords())
 
 
 def _layers(text: str, fast: bool = True) -> list[tuple[int, int, str]]:
