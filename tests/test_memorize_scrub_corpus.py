@@ -191,6 +191,7 @@ def test_sentences_about_passwords_and_digits_that_are_not_pins_are_left_alone(t
         ("The gate code is 2580, the alarm code 13579", "2580"),
         ("the alarm code 13579", "13579"),
         ('{"pin": "4821"}', "4821"),
+        ('{"stdout": "{\\"pin\\": \\"4821\\"}"}', "4821"),  # JSON inside a JSON string
         ("PIN=4821", "4821"),
         ("PIN 4821", "4821"),
         ("my pin is 4821", "4821"),

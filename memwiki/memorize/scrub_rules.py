@@ -301,11 +301,12 @@ _CLASS_RULES = [
     # PINs and a lock's codes: digits only, which no rule above calls a secret; 4 to 10 of
     # them right after the word (`PIN 3 of the header`, `error code 1603` stay). A lower
     # case `pin` is as often the verb (`pin 2024 as the base year`): only with `is`, `:`…
+    # Quotes may be escaped: JSON carried inside a JSON string.
     _rx(r"(?:(?:(?i:\b(?:pin[ -]?(?:code|number)|pass[ -]?code|(?:door|gate|alarm|lock|safe"
-        r"|keypad|garage|entry|unlock|access|security)[ -]?code))|\bPIN)[\"']?"
+        r"|keypad|garage|entry|unlock|access|security)[ -]?code))|\bPIN)\\?[\"']?"
         r"(?:\s*[:=]\s*|\s+(?:(?i:is|was|will be)\s*:?\s+)?)"
-        r"|(?i:\bpin)[\"']?(?:\s*[:=]\s*|\s+(?i:is|was|will be)\s*:?\s+))"
-        r"[`'\"]?([0-9]{4,10})(?![\w-]|[.,:/][0-9])", "pin", 1, None, ("pin", "code")),
+        r"|(?i:\bpin)\\?[\"']?(?:\s*[:=]\s*|\s+(?i:is|was|will be)\s*:?\s+))"
+        r"\\?[`'\"]?([0-9]{4,10})(?![\w-]|[.,:/][0-9])", "pin", 1, None, ("pin", "code")),
     # the same in other languages: `Das Passwort ist …`, `密码是…`, `пароль: …`
     _rx(r"(?i:" + _PASSWORD_WORDS + r")(?:\s*[:：=]\s*|\s+(?:ist|lautet|war|est|es|era|é|är|er"
         r"|is|jest|je)\s*[:：]?\s+|\s*(?:是|为|為|は|는|은|이)\s*)[`'\"「“]?"
