@@ -21,7 +21,6 @@ import math
 import re
 import warnings
 from collections import Counter
-from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -39,13 +38,18 @@ SKIPPED = {
 }
 
 
-@dataclass
 class _Allow:
-    sources: tuple[str, ...]  # regexes, in Python's syntax
-    stopwords: tuple[str, ...]
-    target: str  # "secret", "match" or "line"
-    all_of: bool  # condition AND: every given check must hold
-    _compiled: list[re.Pattern[str]] | None = None
+    # plain classes, not dataclasses: ~0.4 ms less each to import
+    __slots__ = ("sources", "stopwords", "target", "all_of", "_compiled")
+
+    def __init__(
+        self, sources: tuple[str, ...], stopwords: tuple[str, ...], target: str, all_of: bool
+    ):
+        self.sources = sources  # regexes, in Python's syntax
+        self.stopwords = stopwords
+        self.target = target  # "secret", "match" or "line"
+        self.all_of = all_of  # condition AND: every given check must hold
+        self._compiled: list[re.Pattern[str]] | None = None
 
     @property
     def regexes(self) -> list[re.Pattern[str]]:
@@ -55,17 +59,23 @@ class _Allow:
         return self._compiled
 
 
-@dataclass
 class Rule:
     """One gitleaks rule, compiled on first use."""
 
-    id: str
-    source: str  # in Python's syntax
-    keywords: tuple[str, ...]
-    entropy: float
-    group: int
-    allows: list[_Allow] = field(default_factory=list)
-    _compiled: re.Pattern[str] | None = None
+    __slots__ = ("id", "source", "keywords", "entropy", "group", "allows", "_compiled")
+
+    def __init__(
+        self,
+        id: str,
+        source: str,
+        keywords: tuple[str, ...],
+        entropy: float,
+        group: int,
+        allows: list[_Allow],
+    ):
+        self.id, self.source, self.keywords = id, source, keywords  # source: Python's syntax
+        self.entropy, self.group, self.allows = entropy, group, allows
+        self._compiled: re.Pattern[str] | None = None
 
     @property
     def pattern(self) -> re.Pattern[str]:

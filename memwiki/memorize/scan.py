@@ -18,12 +18,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as P  # type: ignore[attr-defined]
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 # An anchor is worth it only when its literal is rare enough and the bound small enough:
 # otherwise trying the regex around every occurrence costs more than one finditer.
@@ -31,8 +30,7 @@ MIN_LITERAL = 3
 MAX_LEAD = 64
 
 
-@dataclass(frozen=True)
-class Anchor:
+class Anchor(NamedTuple):  # a NamedTuple, not a dataclass: ~0.4 ms less to import
     """Every match holds one of `lits` at most `lead` characters after its start."""
 
     lits: tuple[str, ...]  # as the pattern spells them, longest first
@@ -219,8 +217,7 @@ def finditer(
         pos = max(pos, last + 1)
 
 
-@dataclass(frozen=True)
-class Runs:
+class Runs(NamedTuple):
     """Every match lies inside one match of `run` and starts at its start or after `after`.
 
     For a rule with no literal to anchor on whose matches are made of one character
