@@ -261,6 +261,10 @@ FORMATS: dict[str, F] = {
     "short-basic-auth": _one(lambda g: (f"Authorization: Basic {(k := _b64(f'{g.s(LOWER, 1)}:{g.s(LOWER, 1)}'.encode()))}", k)),  # noqa: E501
     "prose-password-word-digit": _one(lambda g: (f"the password is {(k := g.rng.choice(['hunter', 'dragon', 'monkey']) + g.s(DIGITS, 1))}", k)),  # noqa: E501
     "yaml-password-capitalised": _one(lambda g: (f"  password: {(k := 'Password' + g.s(DIGITS, 3))}", k)),  # noqa: E501
+    # PINs and a lock's codes: digits only, after a word that says so
+    "pin-prose": _one(lambda g: (f"the PIN is {(k := g.s(DIGITS, 4))}", k)),
+    "door-code": _one(lambda g: (f"{g.rng.choice(['door', 'gate', 'alarm', 'keypad'])} code: {(k := g.s(DIGITS, 6))}", k)),  # noqa: E501
+    "passcode-bare": _one(lambda g: (f"the phone's passcode {(k := g.s(DIGITS, 6))} unlocks it", k)),  # noqa: E501
     "azure-sas-sig": _one(lambda g: (f"https://acct.blob.core.windows.net/c/f?sv=2022-11-02&se=2026-01-01&sp=r&sig={(k := g.s(ALNUM, 43) + '%3D')}", k)),  # noqa: E501
 }  # fmt: skip
 

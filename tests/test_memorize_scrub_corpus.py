@@ -153,3 +153,60 @@ def test_a_short_secret_is_caught_where_its_context_says_secret(text, secret):
 )  # fmt: skip
 def test_short_values_that_are_code_or_prose_are_left_alone(text):
     assert scrub_text(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a sentence about a password, whatever word follows it (2day: texting for today)
+        "the password was reset2day",
+        "the password was reset2day, log in again",
+        "the password was reset yesterday",
+        "password was changed",
+        "the password is stored in vault",
+        # digits that are pins of a chip, ports, codes of errors, places and counts
+        "PIN 3 of the header",
+        "GPIO pin 17 drives the LED",
+        "port 8080",
+        "the installer failed with error code 1603",
+        "zip code 94107",
+        "pin numpy to 1.26.4",
+        "the pin count is 1024",
+        "exit code: 1234",
+        "we pin 2024 as the base year",  # the verb
+        "pin 1024 threads to the first socket",
+    ],
+)  # fmt: skip
+def test_sentences_about_passwords_and_digits_that_are_not_pins_are_left_alone(text):
+    assert scrub_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("the PIN is 4821", "4821"),
+        ("door code: 739214", "739214"),
+        ("passcode 123456", "123456"),
+        ("my pin: 0000.", "0000"),
+        ("The gate code is 2580, the alarm code 13579", "2580"),
+        ("the alarm code 13579", "13579"),
+        ('{"pin": "4821"}', "4821"),
+        ('{"stdout": "{\\"pin\\": \\"4821\\"}"}', "4821"),  # JSON inside a JSON string
+        ("PIN=4821", "4821"),
+        ("PIN 4821", "4821"),
+        ("my pin is 4821", "4821"),
+        ("pin code 1234", "1234"),
+        ("the password was reset2day123", "reset2day123"),  # no English reading: a password
+        ("the password was Reset2day", "Reset2day"),
+    ],
+)  # fmt: skip
+def test_pins_and_passcodes_in_a_clear_context_are_caught(text, secret):
+    assert secret not in scrub_text(text)
+
+
+def test_a_pin_in_a_json_field_is_caught_by_its_key():
+    assert scrub_value({"pin": "4821", "door_code": 739214, "pin_count": "1024"}) == {
+        "pin": "[REDACTED:secret-assignment]",
+        "door_code": 739214,  # a number, not a string: never scrubbed
+        "pin_count": "1024",
+    }

@@ -21,7 +21,7 @@ SAMPLES = scrub_corpus.secret_samples(per_format=1)
 BENIGN = scrub_corpus.benign_lines()
 KEYWORDS = sorted(scrub._keywords().words)
 ALL_PATTERNS = (
-    [p for _, p, _, _ in scrub._COMPILED]
+    [r.pattern for r in scrub._TOKEN_RULES]
     + [r.pattern for r in scrub_rules._CLASS_RULES + scrub_rules._BLOCK_RULES]
     + [r.pattern for r in gitleaks.rules()[0]]
 )
@@ -158,9 +158,10 @@ def test_a_rule_tried_only_inside_runs_yields_what_finditer_yields():
 
 
 def test_the_long_flag_rule_spelled_to_start_with_a_literal_matches_as_before():
-    before = re.compile(r"(?<![\w-])" + scrub_rules._LONG_FLAG.pattern.replace(
+    long_flag = re.compile(scrub_rules._LONG_FLAG)
+    before = re.compile(r"(?<![\w-])" + long_flag.pattern.replace(
         r"(?i:-(?<![\w-]-)-?", r"(?i:--?", 1))  # fmt: skip
-    assert before.pattern != scrub_rules._LONG_FLAG.pattern
+    assert before.pattern != long_flag.pattern
     texts = (
         [t for _, t, _ in SAMPLES]
         + BENIGN
@@ -171,7 +172,7 @@ def test_the_long_flag_rule_spelled_to_start_with_a_literal_matches_as_before():
     )
     for text in texts:
         want = [(m.span(), m.groups()) for m in before.finditer(text)]
-        assert [(m.span(), m.groups()) for m in scrub_rules._LONG_FLAG.finditer(text)] == want
+        assert [(m.span(), m.groups()) for m in long_flag.finditer(text)] == want
 
 
 def test_a_lead_of_one_character_class_narrows_where_a_match_can_start():

@@ -2,27 +2,27 @@
 
 Two tricks, both exact:
 
-- Keywords: every rule runs only where one of its keywords is in the lower-cased text.
-  Checking ~300 keywords one `in` at a time read the text ~300 times; `Keywords` finds
-  them with one trie-shaped regex per first character (~40), each of which the regex
-  engine skips through to that character's occurrences.
+- Keywords: every rule runs only where one of its keywords is in the lower-cased text
+  (scrub_keywords.py finds which are).
 - Anchors: most rules need a literal (`password`, `kind:`, `BEGIN`) at a bounded
   distance from where their match starts, yet `finditer` tries the regex at every
   position (gitleaks' `[\\w.-]{0,50}?password…` costs 50 steps a character). `anchor`
   reads that literal and bound from the parsed regex; `finditer` then tries the regex
   only at the positions a literal occurrence allows, in order, which yields the same
-  matches, since a match always holds one of the literals.
+  matches, since a match always holds one of the literals. The scrubber's anchors are
+  worked out ahead of time (ANCHORS_FILE).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as P  # type: ignore[attr-defined]
-from typing import Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 # An anchor is worth it only when its literal is rare enough and the bound small enough:
 # otherwise trying the regex around every occurrence costs more than one finditer.
@@ -30,66 +30,31 @@ MIN_LITERAL = 3
 MAX_LEAD = 64
 
 
-def _trie(words: Iterable[str]) -> str:
-    root: dict[str, dict] = {}
-    for w in words:
-        node = root
-        for ch in w:
-            node = node.setdefault(ch, {})
-        node[""] = {}
+class Anchor(NamedTuple):  # a NamedTuple, not a dataclass: ~0.4 ms less to import
+    """Every match holds one of `lits` at most `lead` characters after its start."""
 
-    def emit(node: dict[str, dict]) -> str:
-        alts = [re.escape(ch) + emit(node[ch]) for ch in sorted(k for k in node if k)]
-        if not alts:
-            return ""
-        body = alts[0] if len(alts) == 1 and "" not in node else "(?:" + "|".join(alts) + ")"
-        # greedy: the longest keyword at a position, whose prefixes are keywords too
-        return body + ("?" if "" in node else "")
-
-    return emit(root)
-
-
-class Keywords:
-    """Which of a fixed set of keywords occur in a text, found in one pass."""
-
-    def __init__(self, words: Iterable[str]):
-        self.words = sorted(set(words))
-        # One regex per first character: a pattern that starts with a literal is searched
-        # by skipping to that character in C, where one trie over all the keywords was
-        # tried at nearly every position (their first characters cover the alphabet):
-        # 2.2x faster on scrub_corpus_gen's session. The lookahead sees the longest
-        # keyword at every occurrence, and every keyword starting there is a prefix of it.
-        by_first: dict[str, list[str]] = {}
-        for w in self.words:
-            by_first.setdefault(w[0], []).append(w[1:])
-        self._groups = [
-            (first, re.compile(re.escape(first) + "(?=(" + _trie(rests) + "))", re.DOTALL))
-            for first, rests in by_first.items()
-        ]
-        # A keyword found implies every keyword inside it (`apikey` holds `key`).
-        self._inside = {w: {k for k in self.words if k in w} for w in self.words}
-
-    def present(self, low: str) -> set[str]:
-        """The keywords that are substrings of low."""
-        found: set[str] = set()
-        inside = self._inside
-        for first, rx in self._groups:
-            if first in low:
-                for rest in set(rx.findall(low)):
-                    found.update(inside[first + rest])
-        return found
-
-
-@dataclass(frozen=True)
-class Anchor:
-    """Every match holds one of `finder`'s literals at most `lead` characters after its start."""
-
-    finder: re.Pattern[str]
+    lits: tuple[str, ...]  # as the pattern spells them, longest first
     lead: int
     literals: tuple[str, ...]  # lower case; all ASCII, or () when one is not
     # `[class]*\Z` when everything before the literal is one character class (gitleaks'
     # `[\w.-]{0,50}?password`): a match starts inside the run of it that ends at the literal
-    run: re.Pattern[str] | None = None
+    run_source: str | None = None
+    run_flags: int = 0
+
+    @property
+    def finder(self) -> re.Pattern[str]:
+        """A regex for the literals wherever the pattern's engine could match them."""
+        # IGNORECASE on the pattern's own engine finds every place a literal can match
+        # there (and more, which only costs a try); DOTALL so that no literal is missed.
+        return _compiled("|".join(map(re.escape, self.lits)), re.IGNORECASE | re.DOTALL)
+
+    @property
+    def run(self) -> re.Pattern[str] | None:
+        """`[class]*\\Z` for the class every character before the literal is in, if one."""
+        return None if self.run_source is None else _compiled(self.run_source, self.run_flags)
+
+
+_compiled = cache(re.compile)
 
 
 def _width(item: tuple) -> int:
@@ -144,7 +109,7 @@ _CATEGORIES = {
 _REPEATS = (C.MAX_REPEAT, C.MIN_REPEAT, getattr(C, "POSSESSIVE_REPEAT", C.MAX_REPEAT))
 
 
-def _run_of(before: list[tuple] | None, flags: int) -> re.Pattern[str] | None:
+def _run_of(before: list[tuple] | None, flags: int) -> tuple[str, int] | None:
     """`[class]*\\Z` for items that are one character class, repeated (or zero-width)."""
     parts: list[str] = []
     for op, av in before or ():
@@ -170,7 +135,7 @@ def _run_of(before: list[tuple] | None, flags: int) -> re.Pattern[str] | None:
         return None
     # the pattern's own case and ASCII flags, so the class means what it means there
     keep = flags & (re.IGNORECASE | re.ASCII)
-    return re.compile("[" + "".join(parts) + "]*\\Z", keep)
+    return "[" + "".join(parts) + "]*\\Z", int(keep)
 
 
 def anchor(pattern: re.Pattern[str]) -> Anchor | None:
@@ -182,13 +147,10 @@ def anchor(pattern: re.Pattern[str]) -> Anchor | None:
         return None
     if found is None or min(map(len, found[0])) < MIN_LITERAL or found[1] > MAX_LEAD:
         return None
-    lits = sorted(found[0], key=len, reverse=True)
-    # IGNORECASE on the pattern's own engine finds every place a literal can match there
-    # (and more, which only costs a try); DOTALL so that no literal is missed.
-    flags = re.IGNORECASE | re.DOTALL
+    lits = tuple(sorted(found[0], key=lambda x: (-len(x), x)))
     ascii_lits = tuple(x.lower() for x in lits) if all(x.isascii() for x in lits) else ()
-    finder = re.compile("|".join(map(re.escape, lits)), flags)
-    return Anchor(finder, found[1], ascii_lits, _run_of(found[2], pattern.flags))
+    run = _run_of(found[2], pattern.flags)
+    return Anchor(lits, found[1], ascii_lits, *(run or (None, 0)))
 
 
 # The characters beyond ASCII that case-insensitive matching takes for an ASCII letter, or
@@ -255,8 +217,7 @@ def finditer(
         pos = max(pos, last + 1)
 
 
-@dataclass(frozen=True)
-class Runs:
+class Runs(NamedTuple):
     """Every match lies inside one match of `run` and starts at its start or after `after`.
 
     For a rule with no literal to anchor on whose matches are made of one character
@@ -287,7 +248,50 @@ def in_runs(pattern: re.Pattern[str], text: str, runs: Runs) -> Iterator[re.Matc
                 pos = m.end() if m.end() > m.start() else m.end() + 1
 
 
-cached_anchor = cache(anchor)
+# Where each of the scrubber's rules can match, worked out by `anchor` ahead of time
+# (python -m memwiki.memorize.scrub_build): parsing a regex again to find its anchor cost
+# ~0.5 ms a rule, three times its compilation. A pattern not in the file (a rule edited
+# since) is worked out here: the file only saves time, never decides a match.
+ANCHORS_FILE = Path(__file__).with_name("rules") / "anchors.json"
+
+
+def anchor_key(pattern: re.Pattern[str]) -> str:
+    """The key of pattern in ANCHORS_FILE: its flags and its text."""
+    return f"{pattern.flags}:{pattern.pattern}"
+
+
+def anchor_spec(found: Anchor | None) -> list[Any] | None:
+    """An anchor as ANCHORS_FILE holds it."""
+    if found is None:
+        return None
+    return [list(found.lits), found.lead, list(found.literals), found.run_source, found.run_flags]
+
+
+@cache
+def _known() -> dict[str, Any]:
+    try:
+        data = json.loads(ANCHORS_FILE.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    table = data.get("anchors") if isinstance(data, dict) else None
+    return table if isinstance(table, dict) else {}
+
+
+@cache
+def cached_anchor(pattern: re.Pattern[str]) -> Anchor | None:
+    """anchor(pattern), read from ANCHORS_FILE when it is there."""
+    key = anchor_key(pattern)
+    known = _known()
+    if key in known:
+        spec = known[key]
+        if spec is None:
+            return None
+        try:
+            lits, lead, literals, run_source, run_flags = spec
+            return Anchor(tuple(lits), int(lead), tuple(literals), run_source, int(run_flags))
+        except (TypeError, ValueError):
+            pass  # a damaged entry: worked out again
+    return anchor(pattern)
 
 
 T = TypeVar("T")
@@ -336,7 +340,7 @@ def keyed(
 ) -> Iterator[re.Match[str]]:
     """pattern's matches in text, or none when it has keywords and none is in text.
 
-    present: the keywords in text (Keywords.present), for the fast path, which tries the
+    present: the keywords in text (scrub_keywords), for the fast path, which tries the
     regex only near its anchors; without it, each keyword is looked up in low (text
     lower-cased) and the regex runs over all of text: the reference path the fast one is
     tested against. ascii_low: literal_low(text, low), for a faster anchor search.

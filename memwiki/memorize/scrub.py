@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
-from . import gitleaks, scan, scrub_rules, scrub_values
+from . import gitleaks, scan, scrub_keywords, scrub_rules, scrub_values
 from .schema import Session
-from .scrub_rules import BLOCK_KEYWORDS
+from .scrub_rules import BLOCK_KEYWORDS, Rule
 from .scrub_values import CODE_WORDS, MARK, key_strength
 
 __all__ = [
@@ -91,8 +91,8 @@ _TOKEN_PATTERNS: list[tuple[str, str, int, tuple[str, ...]]] = [
     ),
     ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", 0, ("eyj",)),
 ]
-_COMPILED = [(kind, re.compile(rx), group, keys) for kind, rx, group, keys in _TOKEN_PATTERNS]
-_TOKENS = scan.ByKeyword(_COMPILED, lambda token: token[3])
+_TOKEN_RULES = [Rule(rx, kind, group, None, keys) for kind, rx, group, keys in _TOKEN_PATTERNS]
+_TOKENS = scan.ByKeyword(_TOKEN_RULES, lambda rule: rule.keys)
 # Large texts are scanned in windows of about this many characters, cut at line breaks,
 # overlapping so that a secret on a window's edge is whole in one of them; keyword
 # checks per window keep the cost proportional to where secrets can be.
@@ -125,10 +125,16 @@ def _windows(text: str) -> list[tuple[int, str]]:
     return out
 
 
+def patterns() -> list[re.Pattern[str]]:
+    """Every regex of every rule, compiled (the reference path's worth: all of them)."""
+    rules = [*_TOKEN_RULES, *scrub_rules.RULES]
+    return [r.pattern for r in rules] + [r.pattern for r in gitleaks.rules()[0]]
+
+
 @cache
-def _keywords() -> scan.Keywords:
-    keys = {k for *_, keys in _COMPILED for k in keys}
-    return scan.Keywords(keys | scrub_rules.KEYWORDS | gitleaks.keywords())
+def _keywords() -> scrub_keywords.Keywords:
+    keys = {k for *_, keys in _TOKEN_PATTERNS for k in keys}
+    return scrub_keywords.Keywords(keys | scrub_rules.KEYWORDS | gitleaks.keywords())
 
 
 def _layers(text: str, fast: bool = True) -> list[tuple[int, int, str]]:
@@ -151,9 +157,9 @@ def _layers(text: str, fast: bool = True) -> list[tuple[int, int, str]]:
             present = keywords.present(low) if keywords else None
         ascii_low = scan.literal_low(chunk, low)
         spans: list[tuple[int, int, str]] = []
-        for kind, pattern, group, keys in _TOKENS.select(present):  # every one has keywords
-            matches = scan.keyed(pattern, keys, chunk, low, present, ascii_low)
-            spans.extend((m.start(group), m.end(group), kind) for m in matches)
+        for rule in _TOKENS.select(present):  # every one has keywords
+            matches = scan.keyed(rule.pattern, rule.keys, chunk, low, present, ascii_low)
+            spans.extend((m.start(rule.group), m.end(rule.group), rule.kind) for m in matches)
         spans.extend(scrub_rules.find(chunk, low, present))
         spans.extend(gitleaks.find(chunk, low, present))
         found.extend((a + offset, b + offset, kind) for a, b, kind in spans)

@@ -13,7 +13,6 @@ import base64
 import binascii
 import re
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
 
 from . import scan
 from .scrub_values import (
@@ -122,7 +121,7 @@ _CMD_FLAGS = (
 _FLAG_VALUE = r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"'][^\s\"']*)"
 # `-(?<![\w-]-)` is `(?<![\w-])-` spelled so that the pattern starts with a literal, which
 # the regex engine searches for by skipping to each `-` (13x on this rule, same matches).
-_LONG_FLAG = re.compile(
+_LONG_FLAG = (
     r"(?i:-(?<![\w-]-)-?(?:[a-z0-9]+[-_])*(?:password|passwd|pass|passphrase|token|secret|"
     r"api-?key|apikey|access-?key|secret-?key|auth-?token|storepass|keypass|pwd|"
     r"client-secret|sas))(?:=|[ \t]+)" + _FLAG_VALUE
@@ -166,24 +165,33 @@ def _command_value_ok(value: str, m: re.Match[str] | None = None) -> bool:
 Check = Callable[[str, re.Match[str]], bool]
 
 
-class _Rule(NamedTuple):
-    pattern: re.Pattern[str]
-    kind: str
-    group: int  # the group holding the secret; 0 = the first group that matched
-    ok: Check | None  # a last look at the value (and the match)
-    keys: tuple[str, ...]  # lower-case words one of which must be in the text; () = always
-    runs: scan.Runs | None = None  # where the fast path tries a rule without keywords
+class Rule:
+    """A rule; its regex is compiled the first time a text may hold a match (keywords)."""
+
+    __slots__ = ("source", "kind", "group", "ok", "keys", "runs", "_pattern")
+
+    def __init__(
+        self,
+        source: str,
+        kind: str,
+        group: int = 0,  # the group holding the secret; 0 = the first group that matched
+        ok: Check | None = None,  # a last look at the value (and the match)
+        keys: tuple[str, ...] = (),  # lower-case words one of which must be in the text
+        runs: scan.Runs | None = None,  # where the fast path tries a rule without keywords
+    ):
+        self.source, self.kind, self.group, self.ok, self.keys = source, kind, group, ok, keys
+        self.runs = runs
+        self._pattern: re.Pattern[str] | None = None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """The compiled regex."""
+        if self._pattern is None:
+            self._pattern = re.compile(self.source)
+        return self._pattern
 
 
-def _rx(
-    pattern: str,
-    kind: str,
-    group: int = 0,
-    ok: Check | None = None,
-    keys: tuple[str, ...] = (),
-    runs: scan.Runs | None = None,
-) -> _Rule:
-    return _Rule(re.compile(pattern), kind, group, ok, keys, runs)
+_rx = Rule
 
 
 def _pem_b64_private(value: str, m: re.Match[str] | None = None) -> bool:
@@ -200,8 +208,18 @@ _LETTER_AND_DIGIT = re.compile(r"(?=.*[A-Za-z])(?=.*[0-9])")
 _ALGORITHM = re.compile(r"(?i)(?:sha|md|crc|blake|argon|pbkdf|aes|rsa|ed|utf|base|rot|v)-?\d+\w*")
 
 
+# `the password was reset2day`: what is done to a password, then texting shorthand (2day,
+# 4ever): the sentence going on, in lower case, where a password would be
+_SENTENCE_GOES_ON = re.compile(
+    r"(?:[a-z]{2,}ed|reset|set|sent|kept|lost|told|given|shown|written|stolen|forgotten|hidden)"
+    r"[248][a-z]{1,8}"
+)
+
+
 def _prose_password(value: str, m: re.Match[str]) -> bool:
     """`the token is Zx9!kLm2`; after `password` itself a digit among letters is enough."""
+    if _SENTENCE_GOES_ON.fullmatch(value):
+        return False
     if passwordish(value):
         return True
     # `the password is hunter2`: a word with a digit is a password there, where after
@@ -266,7 +284,7 @@ _CLASS_RULES = [
         for cmd, flag, keys in _CMD_FLAGS
     ),
     _rx(r"(?<![\w-])-pass(?:in|out)?\s+pass:(\S+)", "cli-password", 1, None, ("-pass",)),
-    _rx(_LONG_FLAG.pattern, "secret-flag", 1, _flag_value_ok,
+    _rx(_LONG_FLAG, "secret-flag", 1, _flag_value_ok,
         ("pass", "token", "secret", "key", "pwd", "sas")),
     _rx(r"(?im)\b(?:login|user)\s+\S+\s+password\s+(\S+)|^\s*password\s+(\S+)\s*$", "netrc",
         0, None, ("password",)),
@@ -280,6 +298,15 @@ _CLASS_RULES = [
         r"\s+(?:(?:is|was|will be|of)\s+)?)[`'\"]?([^\s`'\"]{6,})", "secret-in-prose", 1,
         lambda v, m: _prose_password(v.rstrip(".,;:!?)"), m) and not value_is_code(v, True),
         ("pass", "pwd", "pin", "token", "secret", "key")),
+    # PINs and a lock's codes: digits only, which no rule above calls a secret; 4 to 10 of
+    # them right after the word (`PIN 3 of the header`, `error code 1603` stay). A lower
+    # case `pin` is as often the verb (`pin 2024 as the base year`): only with `is`, `:`…
+    # Quotes may be escaped: JSON carried inside a JSON string.
+    _rx(r"(?:(?:(?i:\b(?:pin[ -]?(?:code|number)|pass[ -]?code|(?:door|gate|alarm|lock|safe"
+        r"|keypad|garage|entry|unlock|access|security)[ -]?code))|\bPIN)\\?[\"']?"
+        r"(?:\s*[:=]\s*|\s+(?:(?i:is|was|will be)\s*:?\s+)?)"
+        r"|(?i:\bpin)\\?[\"']?(?:\s*[:=]\s*|\s+(?i:is|was|will be)\s*:?\s+))"
+        r"\\?[`'\"]?([0-9]{4,10})(?![\w-]|[.,:/][0-9])", "pin", 1, None, ("pin", "code")),
     # the same in other languages: `Das Passwort ist …`, `密码是…`, `пароль: …`
     _rx(r"(?i:" + _PASSWORD_WORDS + r")(?:\s*[:：=]\s*|\s+(?:ist|lautet|war|est|es|era|é|är|er"
         r"|is|jest|je)\s*[:：]?\s+|\s*(?:是|为|為|は|는|은|이)\s*)[`'\"「“]?"
@@ -317,18 +344,20 @@ def _named_not_secret(m: re.Match[str]) -> bool:
 
 
 def _run(
-    rules: scan.ByKeyword[_Rule], text: str, low: str, present: set[str] | None
+    rules: scan.ByKeyword[Rule], text: str, low: str, present: set[str] | None
 ) -> Iterator[Span]:
     ascii_low = scan.literal_low(text, low) if low else None
-    for pattern, kind, group, ok, keys, runs in rules.select(present):
-        for m in scan.keyed(pattern, keys, text, low, present, ascii_low, runs):
+    for rule in rules.select(present):
+        pattern, group, ok = rule.pattern, rule.group, rule.ok  # compiled here, if ever
+        for m in scan.keyed(pattern, rule.keys, text, low, present, ascii_low, rule.runs):
             g = group or next((i for i in range(1, pattern.groups + 1) if m.group(i)), 0)
             value = m.group(g)
             if value and (ok is None or ok(value, m)):
-                yield m.start(g), m.end(g), kind
+                yield m.start(g), m.end(g), rule.kind
 
 
-KEYWORDS = {k for rule in _BLOCK_RULES + _CLASS_RULES for k in rule.keys}
+RULES = (*_BLOCK_RULES, *_CLASS_RULES)  # every rule of this module, for scrub_build
+KEYWORDS = {k for rule in RULES for k in rule.keys}
 BLOCK_KEYWORDS = frozenset(k for rule in _BLOCK_RULES for k in rule.keys)
 _BLOCKS = scan.ByKeyword(_BLOCK_RULES, lambda rule: rule.keys)
 _CLASSES = scan.ByKeyword(_CLASS_RULES, lambda rule: rule.keys)

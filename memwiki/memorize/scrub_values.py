@@ -237,6 +237,29 @@ def _prose_word(value: str, after: str) -> bool:
     return bool(re.fullmatch(r"[a-z][a-z-]{0,30}", value)) and bool(re.match(r"[ \t]+\w", after))
 
 
+# A PIN is digits only, which no other rule calls a secret; a lock's code is one too.
+_PIN_DIGITS = re.compile(r"[0-9]{4,10}")
+_CODE_OF = {
+    "pin", "door", "gate", "alarm", "lock", "safe", "keypad", "garage", "entry", "unlock",
+    "access", "security",
+}  # fmt: skip
+
+
+def pin_key(key: str) -> bool:
+    """`pin`, `PIN_CODE`, `doorCode`: a field whose digits are a PIN or a lock's code."""
+    words = key_words(key)
+    if not words:
+        return False
+    if words[-1] in ("pin", "pincode"):
+        return True
+    return len(words) > 1 and words[-1] in ("code", "number") and words[-2] in _CODE_OF
+
+
+def is_pin(value: str) -> bool:
+    """4 to 10 digits, as a PIN or a door code is written."""
+    return _PIN_DIGITS.fullmatch(value) is not None
+
+
 def assignment_secret(
     key: str, value: str, bare: bool, after: str = "", typed: bool = False, literal: bool = False
 ) -> bool:
@@ -244,6 +267,8 @@ def assignment_secret(
     if MARK in value:
         return False
     strength = key_strength(key)
+    if strength == NEUTRAL and is_pin(value) and pin_key(key):
+        return True
     if strength == STRONG:
         code = value_is_code(value, bare, typed, literal)
         return not code and not (bare and not literal and _prose_word(value, after))
