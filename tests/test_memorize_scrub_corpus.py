@@ -158,9 +158,7 @@ def test_short_values_that_are_code_or_prose_are_left_alone(text):
 @pytest.mark.parametrize(
     "text",
     [
-        # a sentence about a password, whatever word follows it (2day: texting for today)
-        "the password was reset2day",
-        "the password was reset2day, log in again",
+        # a sentence about a password, whatever plain word follows it
         "the password was reset yesterday",
         "password was changed",
         "the password is stored in vault",
@@ -196,8 +194,15 @@ def test_sentences_about_passwords_and_digits_that_are_not_pins_are_left_alone(t
         ("PIN 4821", "4821"),
         ("my pin is 4821", "4821"),
         ("pin code 1234", "1234"),
-        ("the password was reset2day123", "reset2day123"),  # no English reading: a password
+        ("the password was reset2day123", "reset2day123"),
         ("the password was Reset2day", "Reset2day"),
+        # Kept as secrets: `reset2day` reads as texting for "reset today", but the same
+        # shape (a participle, 2/4/8, a word) is a common password: `blessed4ever`,
+        # `loved2death`. Leaking one costs more than redacting a word of a sentence.
+        ("the password was reset2day", "reset2day"),
+        ("the password is blessed4ever", "blessed4ever"),
+        ("my password was loved2death", "loved2death"),
+        ("The password was rotated4u by the ops team.", "rotated4u"),
     ],
 )  # fmt: skip
 def test_pins_and_passcodes_in_a_clear_context_are_caught(text, secret):

@@ -208,18 +208,8 @@ _LETTER_AND_DIGIT = re.compile(r"(?=.*[A-Za-z])(?=.*[0-9])")
 _ALGORITHM = re.compile(r"(?i)(?:sha|md|crc|blake|argon|pbkdf|aes|rsa|ed|utf|base|rot|v)-?\d+\w*")
 
 
-# `the password was reset2day`: what is done to a password, then texting shorthand (2day,
-# 4ever): the sentence going on, in lower case, where a password would be
-_SENTENCE_GOES_ON = re.compile(
-    r"(?:[a-z]{2,}ed|reset|set|sent|kept|lost|told|given|shown|written|stolen|forgotten|hidden)"
-    r"[248][a-z]{1,8}"
-)
-
-
 def _prose_password(value: str, m: re.Match[str]) -> bool:
     """`the token is Zx9!kLm2`; after `password` itself a digit among letters is enough."""
-    if _SENTENCE_GOES_ON.fullmatch(value):
-        return False
     if passwordish(value):
         return True
     # `the password is hunter2`: a word with a digit is a password there, where after
