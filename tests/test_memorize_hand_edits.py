@@ -62,7 +62,8 @@ def test_an_edit_lint_rejects_stays_uncommitted_and_is_named(tmp_path):
         "left memory/half.md uncommitted", "left memory/new.md uncommitted",
         "left memory/old.md uncommitted",
     ]  # fmt: skip
-    assert "renamed to memory/new.md" in result.warnings[2]
+    assert "deleted, as if renamed to memory/new.md, which lint rejects;" in result.warnings[2]
+    assert "new.md uncommitted: lint rejects it (line 2: name 'old' does not" in result.warnings[1]
     assert git(wiki.root, "show", "--name-only", "--format=", "HEAD^1").split() == [
         "memory/fine.md"
     ]

@@ -81,7 +81,7 @@ def _renamed_from(
             continue
         for new, data in contents.items():
             if gitstore.similarity(old, data) >= gitstore.RENAME_SIMILARITY:
-                out[rel] = f"renamed to {new}, which {invalid[new]}"
+                out[rel] = f"deleted, as if renamed to {new}, which lint rejects"
                 break
     return out
 
@@ -128,7 +128,7 @@ def commit(repo: pygit2.Repository, pending: list[str]) -> str | None:
 def warnings(left: dict[str, str]) -> list[str]:
     """One line per work-tree edit left uncommitted (staged files are the person's: unsaid)."""
     return [
-        f"left {p} uncommitted: {why}; fix it, and the next commit or sync takes it"
+        f"left {p} uncommitted: {why}; once fixed, the next commit or sync takes it"
         for p, why in sorted(left.items())
         if why != STAGED
     ]
