@@ -139,3 +139,13 @@ def test_status_opens_only_the_records_changed_since_the_cache_and_says_the_same
     cache_path(wiki.sidecar).unlink()
     assert [s.to_dict() for s in memorize.status(wiki)] == after
     assert len(opened) == 2 + 4 and not cache_path(wiki.sidecar).exists()  # status writes nothing
+
+
+def test_status_lists_the_runs_beside_a_symbolic_link_in_the_runs_folder(tmp_path):
+    """Bug: a link in .memwiki/runs/ (to any folder) ended `memorize status` for every run
+    with `refused run id 'elsewhere'` (exit 2): it was listed as a run, then refused."""
+    wiki = make_wiki(tmp_path)
+    memorize.prepare(wiki, [payload(tmp_path, "a.json", ["a"])], run_id="a")
+    (tmp_path / "other").mkdir()
+    (wiki.sidecar / "runs" / "elsewhere").symlink_to(tmp_path / "other")
+    assert [(s.run_id, s.state) for s in memorize.status(wiki)] == [("a", "prepared")]
