@@ -149,3 +149,23 @@ def test_status_lists_the_runs_beside_a_symbolic_link_in_the_runs_folder(tmp_pat
     (tmp_path / "other").mkdir()
     (wiki.sidecar / "runs" / "elsewhere").symlink_to(tmp_path / "other")
     assert [(s.run_id, s.state) for s in memorize.status(wiki)] == [("a", "prepared")]
+
+
+def test_a_prepare_that_checks_nothing_keeps_the_summary_status_reads(tmp_path, monkeypatch):
+    """Bug: only a checking `memorize prepare` wrote memorized.json; `bridge prepare` (what
+    the scheduled job runs) never did, so status kept opening every committed record."""
+    from memwiki.memorize import prepare_sessions, runstate
+    from memwiki.memorize.schema import load_sessions
+
+    wiki = make_wiki(tmp_path)
+    for rid in ("a", "b", "c"):  # as bridge prepare opens runs: no memorized check
+        sessions = load_sessions([payload(tmp_path, f"{rid}.json", [rid])])
+        run = prepare_sessions(wiki, sessions, run_id=rid)
+        if rid != "c":
+            write(Path(run.workspace), f"memory/{rid}.md", recall(rid, f"From {rid}.\n"))
+            memorize.commit(wiki, rid)
+    opened = []
+    real = runstate.load_state
+    monkeypatch.setattr(runstate, "load_state", lambda d: opened.append(d.name) or real(d))
+    assert [s.state for s in memorize.status(wiki)] == ["committed", "committed", "prepared"]
+    assert opened == ["c"]
