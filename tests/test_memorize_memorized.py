@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
-from test_memorize_support import git, make_wiki, payload, write
+from test_memorize_support import git, make_wiki, payload, recall, write
 
 from memwiki import memorize
 from memwiki.errors import StateError
@@ -108,3 +109,63 @@ def test_a_wiki_without_a_sidecar_gets_none_made_for_the_cache(tmp_path):
     trailer_commit(wiki, "one", "payload:aaa")
     assert set(memorized_sessions(wiki)) == {"payload:aaa"}
     assert not wiki.sidecar.exists()
+
+
+def test_status_opens_only_the_records_changed_since_the_cache_and_says_the_same(
+    tmp_path, monkeypatch
+):
+    """Bug: `memorize status` read every run record on every call (~250 ms at 3,000)."""
+    from memwiki.memorize import runstate
+
+    wiki = make_wiki(tmp_path)
+    for i, rid in enumerate(("a", "b", "c")):
+        run = memorize.prepare(wiki, [payload(tmp_path, f"{rid}.json", [rid])], run_id=rid)
+        if i < 2:  # c changes nothing: a record without a commit
+            write(Path(run.workspace), f"memory/{rid}.md", recall(rid, f"From {rid}.\n"))
+        memorize.commit(wiki, rid)
+    memorize.prepare(wiki, [payload(tmp_path, "d.json", ["d"])], run_id="d")  # open; caches
+    opened = []
+    real = runstate.load_state
+    monkeypatch.setattr(runstate, "load_state", lambda d: opened.append(d.name) or real(d))
+    cached = [s.to_dict() for s in memorize.status(wiki)]
+    assert opened == ["d"] and [s["state"] for s in cached] == ["committed"] * 3 + ["prepared"]
+    # a record rewritten since (a new file, as every save is) is read again, not trusted
+    state = real(wiki.sidecar / "runs" / "b")
+    state.updated_files = ["memory/other.md"]
+    runstate.save_state(wiki.sidecar / "runs" / "b", state)
+    opened.clear()
+    after = [s.to_dict() for s in memorize.status(wiki)]
+    assert opened == ["b", "d"] and "memory/other.md" in after[1]["changed"]
+    cache_path(wiki.sidecar).unlink()
+    assert [s.to_dict() for s in memorize.status(wiki)] == after
+    assert len(opened) == 2 + 4 and not cache_path(wiki.sidecar).exists()  # status writes nothing
+
+
+def test_status_lists_the_runs_beside_a_symbolic_link_in_the_runs_folder(tmp_path):
+    """Bug: a link in .memwiki/runs/ (to any folder) ended `memorize status` for every run
+    with `refused run id 'elsewhere'` (exit 2): it was listed as a run, then refused."""
+    wiki = make_wiki(tmp_path)
+    memorize.prepare(wiki, [payload(tmp_path, "a.json", ["a"])], run_id="a")
+    (tmp_path / "other").mkdir()
+    (wiki.sidecar / "runs" / "elsewhere").symlink_to(tmp_path / "other")
+    assert [(s.run_id, s.state) for s in memorize.status(wiki)] == [("a", "prepared")]
+
+
+def test_a_prepare_that_checks_nothing_keeps_the_summary_status_reads(tmp_path, monkeypatch):
+    """Bug: only a checking `memorize prepare` wrote memorized.json; `bridge prepare` (what
+    the scheduled job runs) never did, so status kept opening every committed record."""
+    from memwiki.memorize import prepare_sessions, runstate
+    from memwiki.memorize.schema import load_sessions
+
+    wiki = make_wiki(tmp_path)
+    for rid in ("a", "b", "c"):  # as bridge prepare opens runs: no memorized check
+        sessions = load_sessions([payload(tmp_path, f"{rid}.json", [rid])])
+        run = prepare_sessions(wiki, sessions, run_id=rid)
+        if rid != "c":
+            write(Path(run.workspace), f"memory/{rid}.md", recall(rid, f"From {rid}.\n"))
+            memorize.commit(wiki, rid)
+    opened = []
+    real = runstate.load_state
+    monkeypatch.setattr(runstate, "load_state", lambda d: opened.append(d.name) or real(d))
+    assert [s.state for s in memorize.status(wiki)] == ["committed", "committed", "prepared"]
+    assert opened == ["c"]

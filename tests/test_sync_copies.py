@@ -177,7 +177,10 @@ def test_no_sweep_of_hand_edits_commits_another_tools_copy(tmp_path, cli, run_me
     done = run_memwiki("--wiki", a.root, "memorize", "commit", run["run_id"], "--json")
     assert done.returncode == 0, done.stderr
     assert "Edited on A" in git(a.root, "show", "HEAD:memory/deploys.md")
-    assert {"memory/learned.md", "staged (conflicted copy).md"} <= tracked(a.root)
+    assert "memory/learned.md" in tracked(a.root)
+    # what the person staged stays staged, theirs to commit (memorize's commit never takes it)
+    assert "staged (conflicted copy).md" not in tracked(a.root)
+    assert git(a.root, "diff", "--cached", "--name-only", "-z") == "staged (conflicted copy).md\0"
     assert not {DROPBOX, ROOT_COPY} & tracked(a.root)
 
     write(a.root, "memory/more.md", note("more", "Another hand edit.\n"))

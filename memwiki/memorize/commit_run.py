@@ -19,7 +19,7 @@ from ..git import merge, update
 from ..git import repo as gitstore
 from ..git.changes import Changes, commit_message
 from ..git.changes import merge_message as build_merge_message
-from . import resources, runstate, worktrees
+from . import hand_edits, resources, runstate, worktrees
 from .runstate import COMMITTED, COMMITTING, MERGING, PREPARED, WORKSPACE, RunState
 from .validate import RunInvalid, check, stage_changes, stamp, unstage, workspace_secrets
 
@@ -193,11 +193,14 @@ def _commit_locked(
         _finish(repo, state, directory, checkpoint)
         return _result(state)
     # Hand edits made in the wiki while the run was open are committed first, so the
-    # merge below sees them and nothing uncommitted is in the way of the checkout.
-    gitstore.commit_all(repo, None)
+    # merge below sees them; what a person staged, or lint rejects, stays as it is.
+    left, pending = hand_edits.left_alone(repo)
+    assert state.run_commit is not None
+    hand_edits.refuse_overlap(repo, run_id, state.base_commit, state.run_commit, left)
+    hand_edits.commit(repo, pending)
+    warnings = hand_edits.warnings(left)
     checkpoint("hand-edits-committed")
     ref_name, head = merge.current_branch_head(repo)
-    assert state.run_commit is not None
     if worktrees.is_merged(repo, state.run_commit, head.id):
         recovered = _recover(repo, ref_name, state, directory)
         assert recovered is not None
@@ -220,7 +223,9 @@ def _commit_locked(
     update.apply(repo, journal, ref_name, oid, f"memwiki: merge run {run_id}", refused)
     checkpoint("merged")
     _finish(repo, state, directory, checkpoint)
-    return _result(state)
+    result = _result(state)
+    result.warnings.extend(warnings)
+    return result
 
 
 def commit(

@@ -6,7 +6,9 @@ thousands of each in a year), and reading them all on every `memorize prepare` c
 at 10,000 commits and 3,000 run records. What was read is kept in `.memwiki/memorized.json`
 (a cache: deleting it only makes the next read whole again) with the commit it was read at
 and, per committed run, the identity of its record file; the next read walks only the
-commits after that one and opens only the records it has not seen.
+commits after that one and opens only the records it has not seen. `memorize status` reads
+the same entries (never writing them): a committed record is summed up there as status
+shows it, so status opens only the records that changed since.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
     from ..wiki import Wiki
 
 CACHE_FILE = "memorized.json"
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: a committed record's entry also holds what `memorize status` shows
 
 
 def cache_path(sidecar: Path) -> Path:
@@ -47,15 +49,45 @@ def _load(path: Path) -> dict[str, Any]:
         return {}
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in history.items()):
         return {}
-    for entry in runs.values():
-        if not (
-            isinstance(entry, dict)
-            and isinstance(entry.get("stamp"), list)
-            and isinstance(entry.get("sessions"), list)
-            and all(isinstance(s, str) for s in entry["sessions"])
-        ):
-            return {}
+    if not all(_is_entry(entry) for entry in runs.values()):
+        return {}
     return raw
+
+
+def _is_entry(entry: object) -> bool:
+    return (
+        isinstance(entry, dict)
+        and isinstance(entry.get("stamp"), list)
+        and all(isinstance(entry.get(k), list) for k in ("sessions", "files"))
+        and all(isinstance(s, str) for s in entry["sessions"] + entry["files"])
+        and all(isinstance(entry.get(k), str) for k in ("created", "updated"))
+        and isinstance(entry.get("jobs"), int)
+        and isinstance(entry.get("commit"), str | None)
+    )
+
+
+def _entry(stamp: list[int], state: runstate.RunState) -> dict[str, Any]:
+    """A committed record as the cache keeps it: its identity and what status shows."""
+    files = state.created_files + state.updated_files + state.deleted_files
+    return {
+        "stamp": stamp,
+        "sessions": state.source_ids,
+        "created": state.created,
+        "updated": state.updated,
+        "jobs": len(state.jobs),
+        "files": sorted(files),
+        "commit": state.merge_commit,
+    }
+
+
+def committed_records(sidecar: Path) -> dict[str, dict[str, Any]]:
+    """{run id: entry} of the committed records the cache holds (read only; {} without one)."""
+    return dict(_load(cache_path(sidecar)).get("runs", {}))
+
+
+def unchanged(folder: str, entry: dict[str, Any]) -> bool:
+    """Whether the record in a run's folder is still the file the cache's entry was read from."""
+    return entry["stamp"] == _stamp(os.path.join(folder, runstate.STATE_FILE))
 
 
 def _is_ancestor(repo: pygit2.Repository, old: str, head: pygit2.Oid) -> bool:
@@ -130,7 +162,7 @@ def _runs(
             continue
         found.append((state.run_id, state.source_ids, state.phase))
         if state.phase == runstate.COMMITTED:  # a committed record never changes again
-            keep[name] = {"stamp": stamp, "sessions": state.source_ids}
+            keep[name] = _entry(stamp, state)
     return found, keep
 
 

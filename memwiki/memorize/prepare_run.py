@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -208,7 +209,19 @@ def prepare_sessions(
     device or None, "cwd": the session's directory or None}.
     """
     with prepare_lock(wiki):
+        _remember(wiki)
         return _open_run(wiki, sessions, run_id, commit_command, projects, _checkpoint)
+
+
+def _remember(wiki: Wiki) -> None:
+    """Bring memorized.json up to date without checking the sessions against it (bridge
+    prepare, --again): `memorize status` reads committed runs from it. Bug it prevents:
+    only a checking prepare wrote it, so a wiki fed by the scheduled bridge had status open
+    every run record on every call (~120 ms at 3,000)."""
+    from .memorized import memorized_sessions
+
+    with contextlib.suppress(Exception):  # a cache: without it, status reads the records
+        memorized_sessions(wiki)
 
 
 def prepare_lock(wiki: Wiki) -> FileLock:
@@ -338,6 +351,8 @@ def prepare(
     with prepare_lock(wiki):  # the check and the run it allows, one step
         if not again:
             _refuse_memorized(wiki, sessions)
+        else:
+            _remember(wiki)
         return _open_run(
             wiki, sessions, run_id, commit_command, [entry] * len(sessions), _checkpoint
         )

@@ -7,6 +7,8 @@ and recovery.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pygit2
 
 from ..errors import MemwikiError, NotFound
-from . import runstate, worktrees
+from . import memorized, runstate, worktrees
 from .runstate import WORKSPACE
 
 if TYPE_CHECKING:
@@ -85,8 +87,8 @@ def _workspace_changes(workspace: Path, base: str | None) -> list[str]:
     return sorted(changed)
 
 
-def _status_of(wiki: Wiki, run_id: str) -> RunStatus:
-    directory = runstate.run_dir(wiki.sidecar, run_id)
+def _status_of(wiki: Wiki, run_id: str, directory: Path | None = None) -> RunStatus:
+    directory = directory or runstate.run_dir(wiki.sidecar, run_id)
     try:
         state = runstate.load_state(directory) if directory.is_dir() else None
     except runstate.DamagedRun as exc:
@@ -145,13 +147,40 @@ def status(wiki: Wiki, run_id: str | None = None) -> list[RunStatus]:
         if not known:
             raise NotFound(f"no memorize run {run_id!r} (see `memwiki memorize status`)")
         return [_status_of(wiki, run_id)]
-    root = runstate.runs_root(wiki.sidecar)
-    ids = set(worktrees.run_ids_with_branches(wiki.repo))
-    if root.is_dir():
-        ids.update(
-            p.name for p in root.iterdir() if p.is_dir() and runstate.RUN_ID_RE.match(p.name)
-        )
-    return [_status_of(wiki, rid) for rid in sorted(ids)]
+    # Listed here, so a run's folder needs no check that its id leads into runs/ (half of
+    # the time at 3,000 records); a symbolic link there is no run's folder. Plain strings,
+    # not Paths: pathlib's joins cost more than the stats.
+    folders: dict[str, str | None] = dict.fromkeys(worktrees.run_ids_with_branches(wiki.repo))
+    with contextlib.suppress(OSError):
+        for e in os.scandir(runstate.runs_root(wiki.sidecar)):
+            if e.is_dir(follow_symlinks=False) and runstate.RUN_ID_RE.match(e.name):
+                folders[e.name] = e.path
+    # A committed record is read from the summary prepare keeps (memorized.py) while it is
+    # still the same file: status read every record on every call (~280 ms at 3,000).
+    cached = memorized.committed_records(wiki.sidecar)
+    out = []
+    for rid, folder in sorted(folders.items()):
+        entry = cached.get(rid)
+        if entry is not None and folder is not None and memorized.unchanged(folder, entry):
+            out.append(_committed(rid, entry))
+        else:
+            out.append(_status_of(wiki, rid, Path(folder) if folder else None))
+    return out
+
+
+def _committed(run_id: str, entry: dict[str, Any]) -> RunStatus:
+    """A committed run's status from its cached summary (the same as its record gives)."""
+    return RunStatus(
+        run_id,
+        COMMITTED,
+        "nothing to commit" if entry["commit"] is None else "",
+        created=entry["created"],
+        updated=entry["updated"],
+        sessions=list(entry["sessions"]),
+        jobs=entry["jobs"],
+        changed=list(entry["files"]),
+        commit=entry["commit"],
+    )
 
 
 def discard(wiki: Wiki, run_id: str) -> DiscardResult:
