@@ -22,11 +22,15 @@ from . import (
     sync_cmds,
     wiki_cmds,
 )
+from .coercion import fill
 from .context import state
 from .options import DEBUG, WIKI
 
 
 def _in_context(parse: Callable[..., list[str]], ctx: Any, args: list[str]) -> list[str]:
+    fill(
+        ctx.command.get_params(ctx)
+    )  # before any value is converted: no pydantic (cli/coercion.py)
     # Click's option parser raises "Option '-n' requires an argument." and "... does not
     # take a value." without the command's context, so they were printed without the usage
     # line every other argument error has (docs/reference.md, "Exit codes").
