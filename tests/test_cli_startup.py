@@ -126,3 +126,35 @@ def test_the_plain_converter_answers_as_typer_does(tmp_path):
     # And it does answer the plain values itself, with no pydantic.
     assert {(str, "'x'"), (int, "'-3'"), (int, "5"), (Path, repr(str(tmp_path)))} <= answered
     assert (list[str], "('a', 'b')") in answered
+
+
+def _argvs() -> list[list[str]]:
+    """Every command's and subcommand's --help and a wrong option; a group's usage errors."""
+    from memwiki.cli.app import COMMANDS, GROUPS
+
+    out = []
+    for name, _ in COMMANDS:
+        out += [[name, "--help"], [name, "--no-such-option"], ["--json", name, "-x"]]
+    for group, _, commands in GROUPS:
+        out += [[group], [group, "--help"], [group, "no-such-command"]]
+        for name, _ in commands:
+            out += [[group, name, "--help"], [group, name, "--no-such-option"]]
+    return out
+
+
+def test_a_command_run_alone_answers_as_the_whole_application(capsys, monkeypatch, tmp_path):
+    """app.run builds only the command named (Typer converts the whole application into
+    Click commands on every run, ~20 ms): its help and usage errors stay byte for byte."""
+    from memwiki.cli import app as appmod
+
+    monkeypatch.chdir(tmp_path)  # a command that does run finds no wiki here
+    monkeypatch.setenv("MEMWIKI_DIR", str(tmp_path / "none"))
+    differ = []
+    for argv in _argvs():
+        alone = appmod.run(argv), *capsys.readouterr()
+        with monkeypatch.context() as m:
+            m.setattr(appmod, "NAMES", frozenset())  # no command is known: the whole app
+            whole = appmod.run(argv), *capsys.readouterr()
+        if alone != whole:
+            differ.append((argv, alone, whole))
+    assert not differ, differ[:3]
