@@ -7,7 +7,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .errors import InvalidInput
@@ -125,7 +125,15 @@ def identity_facts(path: Path) -> dict[str, int]:
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
 
 
-def markdown_files(top: Path, root: Path) -> Iterator[Path]:
+def list_folder(directory: str) -> list[os.DirEntry]:
+    """A folder's entries, unsorted (os.scandir, closed at once); OSError when it cannot be listed."""
+    with os.scandir(directory) as it:
+        return list(it)
+
+
+def markdown_files(
+    top: Path, root: Path, listdir: Callable[[str], list[os.DirEntry]] = list_folder
+) -> Iterator[Path]:
     """Markdown files under top in path order: dot entries, symlinked folders, links
     leading outside root and Obsidian's template and daily-note folders skipped.
 
@@ -136,15 +144,15 @@ def markdown_files(top: Path, root: Path) -> Iterator[Path]:
     os.scandir, not Path.rglob: at 50,000 files rglob's Path objects, their sorting and
     relative_to took 2.3 s of a 3.9 s `memwiki list`. Each folder's entries are visited
     in name order, a subfolder at its name's place, which is the order sorted() gives
-    the Path objects (component by component).
+    the Path objects (component by component). listdir: the folders as a caller listed
+    them already (lint lists the work tree once for every check).
     """
     stack: list[Iterator[tuple[str, bool, bool, str]]] = []
 
     def entries(directory: str) -> Iterator[tuple[str, bool, bool, str]] | None:
         """The folder's entries in name order; None when it cannot be listed."""
         try:
-            with os.scandir(directory) as it:
-                found = [_entry(e) for e in it if not e.name.startswith(".")]
+            found = [_entry(e) for e in listdir(directory) if not e.name.startswith(".")]
         except FileNotFoundError:  # vanished: nothing under it
             return iter(())
         except OSError:

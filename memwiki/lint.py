@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import markdown
 from . import recallfile as rfmod
-from .fsutil import link_target_ok
+from .fsutil import link_target_ok, list_folder
 from .index.listing import ListingCache
 from .links import LinkIndex, broken_links, note_key
 from .recallfile import COPY_RE, Problem
 from .recallfile.stream import check_large
+from .wiki_files import track_files
 
 if TYPE_CHECKING:
     from .wiki import Wiki
@@ -25,7 +27,9 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
     by_name: dict[tuple[str, str], list[str]] = defaultdict(list)
     wanted = set(paths) if paths is not None else None
     listing = ListingCache(wiki.sidecar / "index", frozen=True)
-    notes = list(wiki.iter_paths())
+    # The whole wiki: its work tree listed once, for the notes, the copies and the symlinks.
+    tree = WorkTree(wiki.root) if wanted is None else None
+    notes = list(track_files(wiki.root, listdir=tree.listdir if tree else list_folder))
     # Every note's links, aliases and head, from the link cache for notes whose stat matches.
     links = LinkIndex(wiki, notes)
     root = f"{wiki.root}{os.sep}"
@@ -82,10 +86,10 @@ def lint_wiki(wiki: Wiki, paths: list[str] | None = None) -> list[Problem]:
                 problems.append(
                     Problem(rel, 1, f"duplicate name in track {track!r}: also {rels[0]}")
                 )
-    if wanted is None:
+    if tree is not None:
         problems.extend(_stray_files(wiki))
-        problems.extend(_other_conflict_copies(wiki, {p.path for p in problems}))
-        problems.extend(outside_symlinks(wiki.root))
+        problems.extend(_other_conflict_copies(wiki, tree, {p.path for p in problems}))
+        problems.extend(outside_symlinks(wiki.root, tree.listdir))
     problems.extend(broken_links(wiki, wanted, links))
     return sorted(problems, key=lambda p: (p.path, p.line))
 
@@ -156,7 +160,7 @@ def _stray_files(wiki: Wiki) -> list[Problem]:
     return out
 
 
-def _other_conflict_copies(wiki: Wiki, reported: set[str]) -> list[Problem]:
+def _other_conflict_copies(wiki: Wiki, tree: WorkTree, reported: set[str]) -> list[Problem]:
     """Conflict copies lint has not named yet: memwiki's own and other sync tools' anywhere
     (the README at the root, an attachment), the ones sync holds back (git/copies.copies_in).
 
@@ -166,7 +170,7 @@ def _other_conflict_copies(wiki: Wiki, reported: set[str]) -> list[Problem]:
     """
     from .git.copies import copies_in, other_tools_copy
 
-    found = {c: o for c, o in copies_in(wiki.root).items() if c not in reported}
+    found = {c: o for c, o in copies_in(wiki.root, tree.files()).items() if c not in reported}
     ignored = _ignored(wiki, list(found))
     out = []
     for rel, original in found.items():
@@ -198,7 +202,9 @@ def _ignored(wiki: Wiki, rels: list[str]) -> set[str]:
         return set()
 
 
-def outside_symlinks(root: Path) -> list[Problem]:
+def outside_symlinks(
+    root: Path, listdir: Callable[[str], list[os.DirEntry]] = list_folder
+) -> list[Problem]:
     """Symlinks in the wiki's folders (or markdown links at its root) that lead outside it.
 
     Every reader skips them (a link out of the wiki is never followed); lint is where that
@@ -232,7 +238,7 @@ def outside_symlinks(root: Path) -> list[Problem]:
         stack = [str(top)]
         while stack:  # os.scandir: the entry type comes with the listing, no stat per file
             try:
-                entries = list(os.scandir(stack.pop()))
+                entries = listdir(stack.pop())
             except OSError:
                 continue
             for entry in entries:
@@ -243,3 +249,56 @@ def outside_symlinks(root: Path) -> list[Problem]:
                 elif entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
     return out
+
+
+class WorkTree:
+    """A wiki's work tree listed once (.git and .memwiki left out, symlinked folders not
+    entered): the folders every whole-wiki check of lint reads.
+
+    lint listed every folder three times, for the notes (fsutil.markdown_files), the
+    conflict copies (git/copies.walk) and the symlinks (outside_symlinks), and the copies'
+    walk made a Path of every file's folder.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = str(root)
+        self.folders: dict[str, list[os.DirEntry] | OSError] = {}
+        stack = [self.root]
+        while stack:
+            folder = stack.pop()
+            try:
+                entries = list_folder(folder)
+            except OSError as exc:  # each reader says it, or passes over it, as before
+                self.folders[folder] = exc
+                continue
+            if folder == self.root:
+                entries = [e for e in entries if e.name not in (".git", ".memwiki")]
+            self.folders[folder] = entries
+            stack.extend(e.path for e in entries if _is_folder(e) and not e.is_symlink())
+
+    def listdir(self, folder: str) -> list[os.DirEntry]:
+        """The folder's entries as listed (fsutil.list_folder's answer, its OSError too)."""
+        entries = self.folders.get(folder)
+        if entries is None:  # not below the root as listed: listed now
+            return list_folder(folder)
+        if isinstance(entries, OSError):
+            raise entries
+        return entries
+
+    def files(self) -> Iterator[tuple[Path, str]]:
+        """(folder, name) of every entry but folders, as git/copies.walk gives them."""
+        for folder, entries in self.folders.items():
+            if isinstance(entries, OSError):
+                continue
+            base = Path(folder)
+            for entry in entries:
+                if not _is_folder(entry):
+                    yield base, entry.name
+
+
+def _is_folder(entry: os.DirEntry) -> bool:
+    """os.walk's test: a folder or a link to one (an entry that cannot be checked is a file)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False

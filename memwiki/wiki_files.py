@@ -8,11 +8,11 @@ folders, Obsidian's own folders) is left out here as the index walk leaves it ou
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .errors import InvalidInput
-from .fsutil import markdown_files, safe_join
+from .fsutil import list_folder, markdown_files, safe_join
 from .recallfile import check_slug
 
 
@@ -40,8 +40,13 @@ def note_path(root: Path, track: str, name: str) -> Path:
     return path
 
 
-def track_files(root: Path, track: str | None = None) -> Iterator[tuple[str, Path]]:
-    """Every markdown file in a track folder of root (or in one track), as (track, path), sorted."""
+def track_files(
+    root: Path, track: str | None = None, listdir: Callable[[str], list] = list_folder
+) -> Iterator[tuple[str, Path]]:
+    """Every markdown file in a track folder of root (or in one track), as (track, path), sorted.
+
+    listdir: the folders as the caller listed them already (fsutil.markdown_files).
+    """
     if track is not None and (not track or track.startswith(".") or "/" in track or "\\" in track):
         raise InvalidInput(f"invalid track {track!r}: a top-level folder name of the wiki")
     tops = [track] if track else sorted(p.name for p in root.iterdir() if p.is_dir())
@@ -53,7 +58,7 @@ def track_files(root: Path, track: str | None = None) -> Iterator[tuple[str, Pat
             # folder link (index/walk.py): a link to another track would list its
             # files twice, one leading outside the wiki would read outside it.
             continue
-        for path in markdown_files(root / top, root):
+        for path in markdown_files(root / top, root, listdir):
             yield top, path
 
 

@@ -1,7 +1,7 @@
 """The package layout is the architecture: these AST checks keep it so (docs/architecture.md).
 
 Layers, bottom to top: core (errors, config, fsutil, lock, markdown, recallfile, layout,
-timestamps) < the wiki and its helpers < index/, embed/, git/ < memorize/ < hosts/ < cli/.
+timestamps, process) < the wiki and its helpers < index/, embed/, git/ < memorize/ < hosts/ < cli/.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ CORE = {
     "memwiki.recallfile",
     "memwiki.layout",
     "memwiki.timestamps",
+    "memwiki.process",
 }
 LOW_LAYERS = ("memwiki.index", "memwiki.embed", "memwiki.git")
 HIGH_LAYERS = ("memwiki.memorize", "memwiki.hosts", "memwiki.cli")

@@ -125,6 +125,23 @@ def test_config_show_text_and_json(cli, isolated_env, monkeypatch, tmp_path) -> 
     assert data["settings"]["git_token"] == {"value": None, "source": "default"}
 
 
+def test_config_show_prints_the_wiki_a_command_opens(cli, isolated_env, monkeypatch, tmp_path):
+    """Bug: a relative --wiki or MEMWIKI_DIR was printed as given ("notes"), not as the
+    absolute path every other command resolves it to; "~/" in the file was already expanded."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("-w", "notes", "config", "show")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[1] == f"wiki             {tmp_path / 'notes'}  (option)"
+    monkeypatch.setenv("MEMWIKI_DIR", "./sub/../env-notes")
+    code, out, _ = cli("config", "show", "--json")
+    wiki = json.loads(out)["settings"]["wiki"]
+    assert (code, wiki) == (0, {"value": str(tmp_path / "env-notes"), "source": "env:MEMWIKI_DIR"})
+    monkeypatch.delenv("MEMWIKI_DIR")
+    write_config(isolated_env / ".config", 'wiki = "~/mine"\n')
+    code, out, _ = cli("config", "show", "--json")
+    assert json.loads(out)["settings"]["wiki"]["value"] == str(isolated_env / "mine")
+
+
 def test_invalid_config_in_the_real_cli(run_memwiki, isolated_env) -> None:
     write_config(isolated_env / ".config", "wiki = \n")
     done = run_memwiki("config", "show")

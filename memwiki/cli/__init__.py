@@ -12,7 +12,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ..errors import MemwikiError, as_storage_error
-from ..index.progressive import process_start
+from ..process import process_start
 
 if TYPE_CHECKING:
     from .argv import Globals
@@ -70,7 +70,7 @@ def _note_ctrl_c() -> None:
     """Ctrl-C raises KeyboardInterrupt as before and is noted too: Python may drop the former."""
     import signal
 
-    from ..index.progressive import on_ctrl_c
+    from ..process import on_ctrl_c
 
     # An ignored SIGINT (a job started in the background) stays ignored.
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
@@ -98,7 +98,7 @@ def hold_ctrl_c() -> None:
     import signal
     import threading
 
-    from ..index.progressive import interrupted
+    from ..process import interrupted
 
     if interrupted():  # a Ctrl-C came and its KeyboardInterrupt was lost: no answer
         raise KeyboardInterrupt

@@ -22,11 +22,15 @@ from . import (
     sync_cmds,
     wiki_cmds,
 )
+from .coercion import fill
 from .context import state
 from .options import DEBUG, WIKI
 
 
 def _in_context(parse: Callable[..., list[str]], ctx: Any, args: list[str]) -> list[str]:
+    fill(
+        ctx.command.get_params(ctx)
+    )  # before any value is converted: no pydantic (cli/coercion.py)
     # Click's option parser raises "Option '-n' requires an argument." and "... does not
     # take a value." without the command's context, so they were printed without the usage
     # line every other argument error has (docs/reference.md, "Exit codes").
@@ -73,17 +77,6 @@ class UsageGroup(typer.core.TyperGroup):
         return _in_context(super().parse_args, ctx, args)
 
 
-app = typer.Typer(
-    cls=UsageGroup,
-    help="Long-term memory for AI coding agents: markdown RecallFiles in git, hybrid retrieval.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    rich_markup_mode=None,
-)
-
-
 def _version(value: bool) -> None:
     if value:
         from .. import __version__
@@ -92,7 +85,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     wiki: Path = WIKI,
     debug: bool = DEBUG,
@@ -174,13 +166,38 @@ GROUPS: list[tuple[str, str, list[Command]]] = [
     ),
 ]
 
-for _name, _function in COMMANDS:
-    app.command(_name, cls=UsageCommand)(_function)
-for _group, _help, _commands in GROUPS:
-    _sub = typer.Typer(help=_help, no_args_is_help=True, cls=UsageGroup)
-    for _name, _function in _commands:
-        _sub.command(_name, cls=UsageCommand)(_function)
-    app.add_typer(_sub, name=_group)
+
+def build(only: str | None = None) -> typer.Typer:
+    """The application with every command, or with only the command or group named `only`.
+
+    Typer turns the whole application into Click commands on every run (inspecting each
+    function's signature): about 20 ms for 37 commands, where a command line names one.
+    The root's own help and its "No such command" need them all (run builds those).
+    """
+    root = typer.Typer(
+        cls=UsageGroup,
+        help="Long-term memory for AI coding agents: markdown RecallFiles in git, hybrid retrieval.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+        rich_markup_mode=None,
+    )
+    root.callback()(_root)
+    for name, function in COMMANDS:
+        if only in (None, name):
+            root.command(name, cls=UsageCommand)(function)
+    for group, help_, commands in GROUPS:
+        if only in (None, group):
+            sub = typer.Typer(help=help_, no_args_is_help=True, cls=UsageGroup)
+            for name, function in commands:
+                sub.command(name, cls=UsageCommand)(function)
+            root.add_typer(sub, name=group)
+    return root
+
+
+NAMES = frozenset(name for name, _ in COMMANDS) | frozenset(group for group, _, _ in GROUPS)
+app = build()
 
 
 def run(argv: list[str]) -> int:
@@ -192,8 +209,10 @@ def run(argv: list[str]) -> int:
     from .argv import scan_globals
     from .output import emit_json, error_document
 
+    command = scan_globals(argv).command
+    target = build(command) if command in NAMES else app
     try:
-        code = app(args=argv, prog_name="memwiki", standalone_mode=False)
+        code = target(args=argv, prog_name="memwiki", standalone_mode=False)
     except Interrupted as exc:  # main() says it and exits 130
         raise exc.interrupt from None
     except typer.TyperException as exc:  # Click's usage errors (Typer vendors Click)

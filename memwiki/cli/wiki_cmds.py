@@ -67,12 +67,17 @@ def init(
 def config_show(as_json: bool = JSON) -> None:
     """Print each setting, its value and where the value came from."""
     cfg = config()
+    values = {k: s.value for k, s in cfg.settings.items()}
+    # The wiki every other command opens (Wiki resolves it), not the text it was given:
+    # a relative --wiki or MEMWIKI_DIR was shown as written, "./memwiki", which says
+    # nothing once read from another directory.
+    values["wiki"] = str(cfg.wiki_path.resolve())
     if as_json:
         emit_json(
             {
                 "config_file": str(cfg.config_file),
                 "settings": {
-                    k: {"value": s.value, "source": s.source} for k, s in cfg.settings.items()
+                    k: {"value": values[k], "source": s.source} for k, s in cfg.settings.items()
                 },
             }
         )
@@ -80,7 +85,7 @@ def config_show(as_json: bool = JSON) -> None:
     print(f"# config file: {cfg.config_file}")
     width = max(len(k) for k in cfg.settings)
     for key, s in cfg.settings.items():
-        print(f"{key:<{width}}  {s.value if s.value is not None else '-'}  ({s.source})")
+        print(f"{key:<{width}}  {values[key] if values[key] is not None else '-'}  ({s.source})")
 
 
 def _read_payload(source: str) -> dict:

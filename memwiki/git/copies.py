@@ -6,7 +6,7 @@ of hand edits takes."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 
 import pygit2
@@ -79,12 +79,13 @@ def new_tool_copies(repo: pygit2.Repository) -> dict[str, str]:
     return dict(sorted(found.items()))
 
 
-def copies_in(root: Path) -> dict[str, str]:
+def copies_in(root: Path, files: Iterable[tuple[Path, str]] | None = None) -> dict[str, str]:
     """{copy: the original's path} for every conflict copy in a wiki's work tree, memwiki's
-    own and other sync tools' (relative posix paths, sorted)."""
+    own and other sync tools' (relative posix paths, sorted). files: walk(root)'s pairs,
+    when the caller has listed the tree already (lint)."""
     root = Path(root)
     found: dict[str, str] = {}
-    for folder, name in walk(root):
+    for folder, name in walk(root) if files is None else files:
         # Every copy's name has one of these (Dropbox's and numbered ones have a space):
         # the other names are passed over at the cost of a substring test (20,000 files:
         # 40 ms, as long as the walk alone; 227 ms when each name was matched).

@@ -20,6 +20,8 @@ from __future__ import annotations
 import threading
 import time
 
+from ..process import interrupted, process_start
+
 #: Without a deadline, at most this many items are embedded inside a retrieve (about 3 s
 #: on an idle 2-core machine); larger work goes to the background build.
 INLINE_EMBED_LIMIT = 150
@@ -40,27 +42,6 @@ BM25_CPU_S = 0.15
 #: the vector thread slows the BM25 answer; measured at load 13, a rule without this
 #: margin lost 2 of 10 hook answers to the deadline.
 EARLY_MARGIN = 0.5
-
-
-def process_start() -> float:
-    """When this process started, on the time.monotonic() clock (now, if unknown).
-
-    /proc/self/stat has the true start time, so a budget can cover the interpreter's own
-    start-up and imports, which under load take hundreds of milliseconds.
-    """
-    now = time.monotonic()
-    try:
-        import os
-
-        with open("/proc/self/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-        ticks = int(fields[19])  # field 22, starttime, in clock ticks after boot
-        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
-        if 0 <= age < 60:
-            return now - age
-    except (OSError, ValueError, IndexError, AttributeError):
-        pass
-    return now
 
 
 class Clock:
@@ -111,24 +92,6 @@ def open_snapshot(index, mode: str, deadline: float | None, status: dict, notify
     )
 
 
-# The Ctrl-Cs this process received (on_ctrl_c). Bug they fix: a KeyboardInterrupt raised
-# inside importlib's weakref callback that drops a module lock was printed as "Exception
-# ignored" and lost, with the global import lock still held by the main thread; the vector
-# thread then waited for ever to import onnxruntime, and the answer for the vector thread.
-_CTRL_C: list[int] = []
-
-
-def on_ctrl_c(signum, frame) -> None:
-    """SIGINT handler: Python's KeyboardInterrupt, plus a note of it that cannot be lost."""
-    _CTRL_C.append(signum)
-    raise KeyboardInterrupt
-
-
-def interrupted() -> bool:
-    """Whether a Ctrl-C came, even one whose KeyboardInterrupt Python dropped."""
-    return bool(_CTRL_C)
-
-
 class VectorJob:
     """The query's embedding, computed in a daemon thread; the vector hits once a snapshot is open.
 
@@ -167,7 +130,7 @@ class VectorJob:
         search_fn(snap, qvec) -> hits.
         """
         while self._thread.is_alive():
-            if _CTRL_C:  # a lost Ctrl-C: the thread may wait for a lock that is never freed
+            if interrupted():  # a lost Ctrl-C: the thread may wait for a lock that is never freed
                 raise KeyboardInterrupt
             left = 0.05 if self.deadline is None else min(0.05, self.deadline - time.monotonic())
             if left <= 0:

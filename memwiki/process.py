@@ -1,0 +1,50 @@
+"""This process: when it started, and the Ctrl-Cs it received.
+
+Every command needs both (the CLI notes Ctrl-C before it parses anything; a hook's budget
+counts from the process start), so they live here, below the index: a command that never
+retrieves imports no index code for them.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+def process_start() -> float:
+    """When this process started, on the time.monotonic() clock (now, if unknown).
+
+    /proc/self/stat has the true start time, so a budget can cover the interpreter's own
+    start-up and imports, which under load take hundreds of milliseconds.
+    """
+    now = time.monotonic()
+    try:
+        import os
+
+        with open("/proc/self/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        ticks = int(fields[19])  # field 22, starttime, in clock ticks after boot
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+        if 0 <= age < 60:
+            return now - age
+    except (OSError, ValueError, IndexError, AttributeError):
+        pass
+    return now
+
+
+# The Ctrl-Cs this process received (on_ctrl_c). Bug they fix: a KeyboardInterrupt raised
+# inside importlib's weakref callback that drops a module lock was printed as "Exception
+# ignored" and lost, with the global import lock still held by the main thread; the vector
+# thread (index/progressive.py) then waited for ever to import onnxruntime, and the answer
+# for the vector thread.
+_CTRL_C: list[int] = []
+
+
+def on_ctrl_c(signum, frame) -> None:
+    """SIGINT handler: Python's KeyboardInterrupt, plus a note of it that cannot be lost."""
+    _CTRL_C.append(signum)
+    raise KeyboardInterrupt
+
+
+def interrupted() -> bool:
+    """Whether a Ctrl-C came, even one whose KeyboardInterrupt Python dropped."""
+    return bool(_CTRL_C)
