@@ -36,6 +36,28 @@ def config() -> Config:
     return load({"wiki": state.wiki})
 
 
+def adopt_new_wiki(root: Path) -> tuple[Path | None, str | None]:
+    """After `init PATH`: (config file written, None) when no wiki was configured yet and
+    root is now the one, as `clone` makes it; else (None, how to reach root) when later
+    commands would open another wiki; (None, None) when they open root."""
+    from ..config import load, write_file_setting
+
+    cfg = load({})  # what a later command without --wiki reads
+    current = cfg.wiki_path.expanduser().resolve()
+    if current == root.resolve():
+        return None, None
+    setting = cfg.settings["wiki"]
+    if setting.source == "default" and not current.exists():
+        # Bug it prevents: `memwiki init ~/notes/wiki` then `memwiki add ...` failed with
+        # "no wiki at ~/memwiki", and nothing had said that the wiki needs configuring.
+        return write_file_setting(cfg, "wiki", str(root)), None
+    if setting.source.startswith("env:"):
+        how = f"or set {setting.source[4:]}={root}"
+    else:
+        how = f'or set wiki = "{root}" in {cfg.config_file}'
+    return None, f"commands without --wiki still use {current}: pass --wiki {root}, {how}"
+
+
 def configured_wiki() -> Path:
     """The wiki a later command without --wiki uses (MEMWIKI_DIR, config file, ~/memwiki)."""
     from ..config import load

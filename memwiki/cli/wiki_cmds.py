@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from .context import config, open_wiki, split_ref, state
+from .context import adopt_new_wiki, config, open_wiki, split_ref, state
 from .options import JSON
 from .output import emit_json, print_commit, print_hooks_setup, warn
 
@@ -42,6 +42,7 @@ def init(
         from ..git.sync import add_remote
 
         remote_set = add_remote(wiki, remote)
+    config_file, hint = adopt_new_wiki(wiki.root) if path is not None else (None, None)
     setup = None
     if hooks:
         from ..git.precommit import run_install
@@ -49,6 +50,10 @@ def init(
         setup = run_install(wiki)
     if as_json:
         data = {"path": str(wiki.root), "created": created}
+        if config_file is not None:
+            data["config_file"] = str(config_file)
+        if hint is not None:
+            data["hint"] = hint
         if setup is not None:
             data["hooks"] = setup.to_dict()
         if remote_set is not None:
@@ -58,6 +63,10 @@ def init(
         print(f"Initialised a memwiki wiki in {wiki.root}")
     else:
         print(f"{wiki.root} is already a memwiki wiki; nothing changed")
+    if not as_json and config_file is not None:
+        print(f"It is now the configured wiki ({config_file})")
+    elif not as_json and hint is not None:
+        print(f"Note: {hint}")
     if remote_set is not None and not as_json:
         print(f"remote {remote_set['name']}  {remote_set['url']}  (`memwiki sync` pushes the wiki)")
     if setup is not None:
