@@ -59,7 +59,9 @@ def apply(
     """
     _refuse_moved(repo, journal, ref_name)
     try:
-        repo.checkout_tree(repo[new], strategy=CheckoutStrategy.SAFE)
+        repo.checkout_tree(
+            repo[new], strategy=_EXACT | CheckoutStrategy.SAFE, **_changed(repo, new)
+        )
     except pygit2.GitError as exc:
         journal.unlink(missing_ok=True)  # SAFE checks before it writes: nothing was changed
         raise StorageError(f"{refused} ({exc})") from None
@@ -70,6 +72,28 @@ def apply(
     if checkpoint is not None:
         checkpoint("ref-moved")
     journal.unlink(missing_ok=True)
+
+
+# Paths given to a checkout are names, not patterns: without this libgit2 reads them as
+# globs, and `memory/[draft] plan.md` also names `memory/d plan.md` (found while limiting
+# the checkout to the changed paths; a recovery's FORCE checkout overwrote a person's
+# edit of such a file).
+_EXACT = CheckoutStrategy.DISABLE_PATHSPEC_MATCH
+
+
+def _changed(repo: pygit2.Repository, new: pygit2.Oid) -> dict:
+    """paths= for a checkout from HEAD to new: only what differs between the two trees.
+
+    The checkout compares HEAD, new and the work tree; on every other path all three are
+    alike or only the work tree differs (left alone either way), so the result is the
+    same, without scanning the whole work tree (20,000 files: 54 ms, 7 ms this way).
+    """
+    if repo.head_is_unborn:
+        return {}
+    head = repo.head.peel(pygit2.Commit)
+    deltas = repo.diff(head.tree, repo[new].peel(pygit2.Commit).tree).deltas
+    paths = {p for d in deltas for p in (d.old_file.path, d.new_file.path)}
+    return {"paths": sorted(paths)} if paths else {}
 
 
 def _refuse_moved(repo: pygit2.Repository, journal: Path, ref_name: str) -> None:
@@ -128,7 +152,7 @@ def _finish(repo: pygit2.Repository, ref, old: pygit2.Commit, new: pygit2.Commit
     try:
         if paths:
             # FORCE, but only on those paths, each already checked to be old or new.
-            repo.checkout_tree(new, strategy=CheckoutStrategy.FORCE, paths=sorted(paths))
+            repo.checkout_tree(new, strategy=_EXACT | CheckoutStrategy.FORCE, paths=sorted(paths))
         ref.set_target(new.id, "memwiki: finish an interrupted update")
     except (pygit2.GitError, OSError):
         return False
