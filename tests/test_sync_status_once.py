@@ -165,3 +165,22 @@ def test_a_sidecar_an_old_tool_committed_is_untracked_by_a_sync_with_nothing_els
     assert [(c.status, c.path) for c in result.changes] == [("deleted", ".memwiki/old-tool.json")]
     assert not any(p.startswith(".memwiki") for p in remote_files(remote))
     assert (seed.root / ".memwiki/old-tool.json").is_file()
+
+
+def test_a_temporary_file_an_old_memwiki_committed_is_untracked_once_it_changes(tmp_path):
+    """With the status read passed down, the index is searched for never-committed paths
+    only when the read shows one (or HEAD has a sidecar): here it does (the file changed)."""
+    remote, _ = seeded_remote(tmp_path, {"memory/cats.md": recall("cats", "Purr.\n")})
+    a = clone_to(remote, tmp_path / "a")
+    temp = "memory/.cats.md.ab12cd34.tmp"
+    write(a.root, temp, "half a fi")
+    gitcli(a.root, "add", "-f", temp)
+    gitcli(a.root, "commit", "-qm", "an old memwiki committed a killed write's temporary file")
+    write(a.root, temp, "half a file, then more")
+    write(a.root, "memory/cats.md", recall("cats", "Purr, edited.\n"))
+    result = syncmod.sync(a, load())
+    assert {(c.status, c.path) for c in result.changes} == {
+        ("updated", "memory/cats.md"),
+        ("deleted", temp),
+    }
+    assert temp not in remote_files(remote) and "memory/cats.md" in remote_files(remote)
