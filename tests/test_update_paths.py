@@ -46,3 +46,56 @@ def test_a_pull_of_a_glob_named_note_updates_it_and_nothing_else(tmp_path):
     assert (a.root / GLOB).read_text() == "two\n"
     assert (a.root / OTHER).read_text() == "D.\n"
     assert gitcli(a.root, "status", "--porcelain") == ""
+
+
+def tree_of(repo: pygit2.Repository, files: dict[str, tuple[bytes, int]]) -> pygit2.Tree:
+    index = pygit2.Index()
+    for path, (data, mode) in files.items():
+        index.add(pygit2.IndexEntry(path, repo.create_blob(data), mode))
+    return repo[index.write_tree(repo)]
+
+
+def test_changed_files_lists_what_a_diff_of_the_two_trees_lists(tmp_path):
+    """update.changed_files opens only folders that differ (libgit2's tree diff reads every
+    entry: 12 ms at 20,000 files for one change, 0.7 ms this way); same paths as the diff,
+    on random pairs of trees with edits, new and deleted folders, mode changes, links, and
+    files replaced by folders and back."""
+    import random
+
+    repo = pygit2.init_repository(str(tmp_path / "r"))
+    rng = random.Random(3)
+    modes = [
+        pygit2.GIT_FILEMODE_BLOB,
+        pygit2.GIT_FILEMODE_BLOB_EXECUTABLE,
+        pygit2.GIT_FILEMODE_LINK,
+    ]
+    names = ["a", "b", "c.md", "d e.md", "x"]
+
+    def random_files() -> dict[str, tuple[bytes, int]]:
+        files: dict[str, tuple[bytes, int]] = {}
+        for _ in range(rng.randint(0, 12)):
+            path = "/".join(rng.choice(names) for _ in range(rng.randint(1, 3)))
+            if any(
+                p == path or p.startswith(path + "/") or path.startswith(p + "/") for p in files
+            ):
+                continue  # a path is a file or a folder, not both
+            files[path] = (rng.choice([b"one", b"two"]), rng.choice(modes))
+        return files
+
+    compared = 0
+    for _ in range(300):
+        old_files = random_files()
+        new_files = dict(old_files) if rng.random() < 0.7 else random_files()
+        for path in list(new_files)[: rng.randint(0, 3)]:
+            new_files[path] = (b"changed", new_files[path][1])
+        old, new = tree_of(repo, old_files), tree_of(repo, new_files)
+        deltas = list(repo.diff(old, new).deltas)
+        listed = {p for d in deltas for p in (d.old_file.path, d.new_file.path)}
+        deleted = {d.old_file.path for d in deltas if d.status_char() == "D"} - {
+            d.new_file.path for d in deltas if d.status_char() == "A"
+        }
+        found = update.changed_files(repo, old, new)
+        assert set(found) == listed, (old_files, new_files)
+        assert {p for p, how in found.items() if how == "D"} == deleted
+        compared += bool(listed)
+    assert compared > 100

@@ -221,11 +221,11 @@ def _without_sidecar(repo, ours, theirs, target, where: str):
 def _untracked_upstream(repo, ours, target) -> dict[str, bytes]:
     """Files the update deletes, as they are on disk: maybe another device untracked them."""
     kept = {}
-    for delta in repo.diff(ours.tree, target.peel(pygit2.Commit).tree).deltas:
-        if delta.status_char() == "D":
-            path = Path(repo.workdir) / delta.old_file.path
+    for rel, how in update.changed_files(repo, ours.tree, target.peel(pygit2.Commit).tree).items():
+        if how == "D":
+            path = Path(repo.workdir) / rel
             if path.is_file() and not path.is_symlink():
-                kept[delta.old_file.path] = path.read_bytes()
+                kept[rel] = path.read_bytes()
     return kept
 
 
