@@ -65,7 +65,7 @@ def init_wiki(path: Path, force: bool = False, config: Config | None = None) -> 
 
 def ensure_layout(root: Path) -> list[str]:
     """Create what is missing of the layout; the relative paths it wrote."""
-    from .git.repo import ensure_gitignore
+    from .git.ignored import ensure_gitignore
     from .templating import load
 
     changed: list[str] = []

@@ -72,7 +72,7 @@ def _git(wiki) -> Check:
 
 def _git_hygiene(wiki) -> list[Check]:
     """Files the .gitignore ignores but git still tracks (sync would keep committing them)."""
-    from .git.repo import tracked_but_ignored
+    from .git.ignored import tracked_but_ignored
 
     try:
         paths = tracked_but_ignored(wiki.repo)

@@ -42,7 +42,7 @@ def sync(
 
 def untrack_ignored(as_json: bool = JSON) -> None:
     """Stop tracking files the .gitignore ignores (Obsidian workspace, junk); they stay on disk."""
-    from ..git.repo import untrack_ignored as untrack
+    from ..git.ignored import untrack_ignored as untrack
 
     wiki = open_wiki()
     with wiki.write_lock():

@@ -59,7 +59,9 @@ def apply(
     """
     _refuse_moved(repo, journal, ref_name)
     try:
-        repo.checkout_tree(repo[new], strategy=CheckoutStrategy.SAFE)
+        repo.checkout_tree(
+            repo[new], strategy=_EXACT | CheckoutStrategy.SAFE, **_changed(repo, new)
+        )
     except pygit2.GitError as exc:
         journal.unlink(missing_ok=True)  # SAFE checks before it writes: nothing was changed
         raise StorageError(f"{refused} ({exc})") from None
@@ -70,6 +72,60 @@ def apply(
     if checkpoint is not None:
         checkpoint("ref-moved")
     journal.unlink(missing_ok=True)
+
+
+# Paths given to a checkout are names, not patterns: without this libgit2 reads them as
+# globs, and `memory/[draft] plan.md` also names `memory/d plan.md` (found while limiting
+# the checkout to the changed paths; a recovery's FORCE checkout overwrote a person's
+# edit of such a file).
+_EXACT = CheckoutStrategy.DISABLE_PATHSPEC_MATCH
+
+
+def _changed(repo: pygit2.Repository, new: pygit2.Oid) -> dict:
+    """paths= for a checkout from HEAD to new: only what differs between the two trees.
+
+    The checkout compares HEAD, new and the work tree; on every other path all three are
+    alike or only the work tree differs (left alone either way), so the result is the
+    same, without scanning the whole work tree (20,000 files: 54 ms, 7 ms this way).
+    """
+    if repo.head_is_unborn:
+        return {}
+    head = repo.head.peel(pygit2.Commit)
+    paths = changed_files(repo, head.tree, repo[new].peel(pygit2.Commit).tree)
+    return {"paths": sorted(paths)} if paths else {}
+
+
+def changed_files(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree) -> dict[str, str]:
+    """{path: "A", "D" or "M"} for each file that differs between two trees, as a diff of
+    them lists it (a file replaced by a folder: the file deleted, the folder's files added).
+
+    Folders whose trees are the same object are never opened: libgit2's tree diff reads
+    every entry of both trees (20,000 files: 12 ms for one changed file; this, 0.7 ms).
+    """
+    out: dict[str, str] = {}
+    _compare(repo, old, new, "", out)
+    return out
+
+
+def _compare(repo, old: pygit2.Tree | None, new: pygit2.Tree | None, prefix: str, out) -> None:
+    if old is not None and new is not None and old.id == new.id:
+        return
+    before = {e.name: e for e in old} if old is not None else {}
+    after = {e.name: e for e in new} if new is not None else {}
+    for name in before.keys() | after.keys():
+        a, b = before.get(name), after.get(name)
+        if a is not None and b is not None and a.id == b.id and a.filemode == b.filemode:
+            continue
+        a_tree = repo[a.id] if a is not None and a.filemode == _TREE else None
+        b_tree = repo[b.id] if b is not None and b.filemode == _TREE else None
+        if a_tree is not None or b_tree is not None:
+            _compare(repo, a_tree, b_tree, f"{prefix}{name}/", out)
+        a_file, b_file = a is not None and a_tree is None, b is not None and b_tree is None
+        if a_file or b_file:
+            out[prefix + name] = "M" if a_file and b_file else "D" if a_file else "A"
+
+
+_TREE = pygit2.GIT_FILEMODE_TREE
 
 
 def _refuse_moved(repo: pygit2.Repository, journal: Path, ref_name: str) -> None:
@@ -128,7 +184,7 @@ def _finish(repo: pygit2.Repository, ref, old: pygit2.Commit, new: pygit2.Commit
     try:
         if paths:
             # FORCE, but only on those paths, each already checked to be old or new.
-            repo.checkout_tree(new, strategy=CheckoutStrategy.FORCE, paths=sorted(paths))
+            repo.checkout_tree(new, strategy=_EXACT | CheckoutStrategy.FORCE, paths=sorted(paths))
         ref.set_target(new.id, "memwiki: finish an interrupted update")
     except (pygit2.GitError, OSError):
         return False

@@ -190,6 +190,18 @@ SYNC_COPIES = (
 )
 
 
+# What every file name a SYNC_COPIES pattern can match contains (more names match it, none
+# fewer), each with a space or "conflict-" in it: maybe_sync_copy passes a wiki's other
+# names over at the cost of two substring tests, or one search.
+_COPY_HINT = re.compile(r"conflicted copy|\.sync-conflict-| \d{1,3}\n?\.md$", re.I)
+
+
+def maybe_sync_copy(name: str) -> bool:
+    """False when the file name cannot be another sync tool's copy (SYNC_COPIES), whatever
+    the file holds; True when it may be (other_tools_copy decides)."""
+    return (" " in name or "conflict-" in name) and _COPY_HINT.search(name) is not None
+
+
 def sync_copy_of(stem: str, name: str) -> str | None:
     """What the file stem is when it copies the note called name (SYNC_COPIES): a format
     with {} for the original's path; None when it is no such copy."""
