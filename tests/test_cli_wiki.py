@@ -84,7 +84,8 @@ def test_version(cli) -> None:
 def test_acceptance_init_then_put_two_files(tmp_path, run_memwiki, git) -> None:
     root = tmp_path / "w"
     done = run_memwiki("init", root)
-    assert (done.returncode, done.stdout) == (0, f"Initialised a memwiki wiki in {root}\n")
+    assert done.returncode == 0
+    assert done.stdout.startswith(f"Initialised a memwiki wiki in {root}\nIt is now the configured")
     before = commit_count(git, root)
     (tmp_path / "payload.json").write_text(
         payload(
@@ -388,11 +389,10 @@ def test_debug_shows_a_traceback(tmp_path, run_memwiki) -> None:
 
 def test_init_text_json_and_again(tmp_path, cli, monkeypatch) -> None:
     root = tmp_path / "w"
-    assert cli("init", root, "--json") == (
-        0,
-        json.dumps({"path": str(root), "created": True}, indent=2) + "\n",
-        "",
-    )
+    code, out, err = cli("init", root, "--json")
+    assert (code, err) == (0, "")
+    config_file = str(Path(os.environ["XDG_CONFIG_HOME"]) / "memwiki" / "config.toml")
+    assert json.loads(out) == {"path": str(root), "created": True, "config_file": config_file}
     assert cli("init", root) == (0, f"{root} is already a memwiki wiki; nothing changed\n", "")
     assert json.loads(cli("init", root, "--json")[1]) == {"path": str(root), "created": False}
     # Without PATH: --wiki, then MEMWIKI_DIR.

@@ -103,10 +103,15 @@ def test_init_keeps_a_repositorys_own_pre_commit_config(tmp_path, git) -> None:
 
 def test_init_hooks_without_pre_commit_warns_and_succeeds(tmp_path, cli, monkeypatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # no pre-commit anywhere
+    monkeypatch.setenv("MEMWIKI_DIR", str(tmp_path / "configured"))  # root is another wiki
     root = tmp_path / "w"
     code, out, err = cli("init", "--hooks", root)
     assert code == 0
-    assert out == f"Initialised a memwiki wiki in {root}\n"
+    assert out == (
+        f"Initialised a memwiki wiki in {root}\n"
+        f"Note: commands without --wiki still use {tmp_path / 'configured'}: pass --wiki "
+        f"{root}, or set MEMWIKI_DIR={root}\n"
+    )
     assert err.count("\n") == 1 and err.startswith("memwiki: pre-commit is not installed")
     # root is not the configured wiki (~/memwiki), so the hint names it.
     assert "pip install pre-commit" in err and f"`memwiki --wiki {root} hooks install`" in err

@@ -538,6 +538,7 @@ def test_init_with_remote_then_sync(tmp_path, cli):
     assert code == 0
     assert out == (
         f"Initialised a memwiki wiki in {root}\n"
+        f"It is now the configured wiki ({Path(os.environ['XDG_CONFIG_HOME'])}/memwiki/config.toml)\n"
         f"remote origin  {remote}  (`memwiki sync` pushes the wiki)\n"
     )
     assert gitcli(root, "remote", "get-url", "origin").strip() == str(remote)
