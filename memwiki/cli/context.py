@@ -78,14 +78,28 @@ def wiki_option() -> str | None:
     return shlex.quote(os.path.abspath(state.wiki)) if state.wiki else None
 
 
-def split_ref(ref: str) -> tuple[str, str]:
-    """TRACK/NAME (a trailing .md is allowed) into (track, name)."""
-    from ..errors import InvalidInput
+def split_ref(ref: str, wiki: Wiki | None = None) -> tuple[str, str]:
+    """TRACK/NAME, or a note's path as list and retrieve print it (TRACK/FOLDERS/NAME.md),
+    into (track, name); with wiki, a path with folders must be where that note is.
+
+    Bug it prevents: `retrieve --files` printed memory/team/oncall.md, and `show`, `rm`,
+    `links`, `log` and `restore` refused that path ("expected TRACK/NAME"); only
+    memory/oncall found it.
+    """
+    from ..errors import InvalidInput, NotFound
 
     ref = ref[:-3] if ref.endswith(".md") else ref
-    if ref.count("/") != 1:
+    parts = ref.split("/")
+    if len(parts) < 2 or not all(parts) or {".", ".."} & set(parts):
         raise InvalidInput(f"{ref!r}: expected TRACK/NAME, for example memory/billing-service")
-    track, name = ref.split("/")
+    track, name = parts[0], parts[-1]
+    if wiki is not None and len(parts) > 2:
+        path = wiki.path_of(track, name)
+        if path.is_file() and path.relative_to(wiki.root).as_posix() != f"{ref}.md":
+            # names are unique in a track: the name is elsewhere, so this path names nothing
+            raise NotFound(
+                f"no RecallFile {ref}.md (the note {name} is {path.relative_to(wiki.root).as_posix()})"
+            )
     return track, name
 
 

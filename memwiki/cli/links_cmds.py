@@ -15,7 +15,7 @@ def links(ref: str = typer.Argument(..., help="TRACK/NAME"), as_json: bool = JSO
     from ..links import LinkIndex
 
     wiki = open_wiki()
-    track, name = split_ref(ref)
+    track, name = split_ref(ref, wiki)
     path = wiki.path_of(track, name)
     if not path.is_file():
         raise NotFound(f"no RecallFile {track}/{name}")

@@ -135,8 +135,10 @@ def restore(
     from ..git.restore import restore as do_restore
 
     wiki = open_wiki()
-    track, name = split_ref(ref)
-    result = do_restore(wiki, track, name, rev)
+    track, name = split_ref(ref, wiki)
+    nested = ref.count("/") > 1  # a note deleted from a subfolder is restored there
+    rel = (ref if ref.endswith(".md") else f"{ref}.md") if nested else None
+    result = do_restore(wiki, track, name, rev, rel)
     if as_json:
         emit_json(result.to_dict())
         return

@@ -281,7 +281,7 @@ def _print_plain(rows: list[tuple[str, ...]], width: int) -> bool:
 def show(ref: str = typer.Argument(..., help="TRACK/NAME"), as_json: bool = JSON) -> None:
     """Print one RecallFile."""
     wiki = open_wiki()
-    track, name = split_ref(ref)
+    track, name = split_ref(ref, wiki)
     rf = wiki.get(track, name)
     if as_json:
         emit_json(rf.to_dict())
@@ -298,7 +298,7 @@ def rm(
 ) -> None:
     """Delete one RecallFile and commit."""
     wiki = open_wiki()
-    print_commit(wiki.remove(*split_ref(ref), force=force), as_json)
+    print_commit(wiki.remove(*split_ref(ref, wiki), force=force), as_json)
 
 
 def commit(
@@ -331,7 +331,7 @@ def log(
     if n < 1:
         raise InvalidInput("log: -n must be at least 1")
     wiki = open_wiki()
-    track, name = split_ref(ref) if ref is not None else (None, None)  # '' is a bad ref
+    track, name = split_ref(ref, wiki) if ref is not None else (None, None)  # '' is a bad ref
     entries = wiki.log(track, name, limit=n)
     if name is not None and not entries and not wiki.path_of(track, name).is_file():
         # as show and rm say it (a deleted note still has its history, so it is listed)

@@ -96,9 +96,22 @@ def _before_last_change(repo: pygit2.Repository, rel: str, ref: str):
     raise StateError(f"{rel}: no earlier version differs from this one (looked at {seen} commits)")
 
 
-def restore(wiki, track: str, name: str, rev: str | None = None) -> RestoreResult:
-    """Bring track/name back as it was at rev (default: before its last change) and commit."""
+def restore(
+    wiki, track: str, name: str, rev: str | None = None, rel: str | None = None
+) -> RestoreResult:
+    """Bring track/name back as it was at rev (default: before its last change) and commit.
+
+    rel: the note's path in a subfolder of the track (TRACK/FOLDERS/NAME.md), for a note
+    deleted from there (its name alone would look for it at the top of the track).
+    """
     path = wiki.path_of(track, name)
+    if rel is not None and not path.is_file():
+        from ..fsutil import safe_join
+
+        parts = rel.split("/")
+        if parts[0] != track or parts[-1] != f"{name}.md":
+            raise InvalidInput(f"refused path {rel!r}: it is not {track}/.../{name}.md")
+        path = safe_join(wiki.root, *parts)
     rel = path.relative_to(wiki.root).as_posix()
     repo = wiki.repo
     with wiki.write_lock():
