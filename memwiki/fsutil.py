@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import stat
@@ -28,7 +29,7 @@ def atomic_write(path: Path, sync_dir: bool = True):
     loss costs only a cache entry.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         # mkstemp creates the file 0600; a rewrite must keep the file's mode and a new file
@@ -45,6 +46,19 @@ def atomic_write(path: Path, sync_dir: bool = True):
         raise
     if sync_dir:
         _fsync_dir(path.parent)
+
+
+def make_folder(path: Path) -> None:
+    """path and its parents made as folders (those there already are fine).
+
+    A file where one of them belongs is NotADirectoryError naming path, which the command
+    line reports as that file to move away: mkdir's FileExistsError for a `.memwiki`
+    file was an internal error (exit 70) in every writing command.
+    """
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path)) from None
 
 
 # atomic_write's temporary file: "." + the name + mkstemp's 8 random characters + ".tmp".

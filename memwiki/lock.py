@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from .errors import StateError
+from .fsutil import make_folder
 
 
 class FileLock:
@@ -20,8 +21,7 @@ class FileLock:
 
     def try_acquire(self) -> bool:
         """Take the lock without waiting; False when another process holds it."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = _open(self.path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -69,3 +69,20 @@ class FileLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def _open(path: Path) -> int:
+    """A descriptor of the lock file, made if missing.
+
+    Read-only when that is all this user may do: flock needs no write access, and a lock
+    file another user made (one `sudo memwiki reindex`) refused every later command of
+    the wiki's owner with "Permission denied: .memwiki/wiki.lock" (exit 5).
+    """
+    make_folder(path.parent)
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except PermissionError as exc:
+        try:
+            return os.open(path, os.O_RDONLY)
+        except OSError:
+            raise exc from None
