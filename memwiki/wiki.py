@@ -222,10 +222,16 @@ class Wiki:
                     f"{track}/{name}.md has changes that are not committed to git; "
                     "commit them first (`memwiki commit`), or pass --force to delete them for good"
                 )
-            path.unlink()
-            return self._commit_locked(
-                message or f"memwiki: delete {track}/{name}\n", [self._rel(path)]
-            )
+            from .wiki_commit import deletion
+
+            with deletion(self.repo, path, self._rel(path)):
+                try:
+                    return self._commit_locked(
+                        message or f"memwiki: delete {track}/{name}\n", [self._rel(path)]
+                    )
+                except StorageError as exc:  # the file is put back: it is not deleted
+                    why = exc.message.removesuffix(": the files are saved, not committed")
+                    raise StorageError(f"{track}/{name}.md is not deleted: {why}") from None
 
     @library_call
     def commit_results(self, recall_files: Any, message: str | None = None) -> CommitResult:

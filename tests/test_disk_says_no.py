@@ -114,6 +114,23 @@ def test_a_file_where_the_sidecar_belongs_is_named(indexed):
         assert done.returncode == 0 and done.stdout == "memory/people.md\n", done.stderr
 
 
+def test_rm_that_cannot_commit_deletes_nothing(indexed):
+    """Bug: `rm` on a full disk (here: git's index write past the size limit) failed with
+    "the files are saved, not committed" and left the file deleted, the deletion unsaved
+    to history: the wiki changed although the command failed."""
+    before = (indexed / "memory/people.md").read_bytes()
+    head = _git(indexed, "rev-parse", "HEAD")
+    done = _memwiki(indexed, "rm", "memory/people", limit=0)
+    _one_error(done, 5, "memory/people.md is not deleted: ")
+    assert "saved" not in done.stderr
+    assert (indexed / "memory/people.md").read_bytes() == before
+    assert _git(indexed, "status", "--porcelain") == ""
+    assert _git(indexed, "rev-parse", "HEAD") == head
+    done = _memwiki(indexed, "rm", "memory/people")
+    assert done.returncode == 0 and not (indexed / "memory/people.md").exists()
+    assert _git(indexed, "status", "--porcelain") == ""
+
+
 def test_a_lock_file_another_user_made_still_locks(tmp_path):
     """Bug: a lock file another user made (one `sudo memwiki reindex`), readable but not
     writable, refused every writer: "Permission denied: .memwiki/wiki.lock" (exit 5).
