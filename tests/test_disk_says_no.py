@@ -131,6 +131,22 @@ def test_rm_that_cannot_commit_deletes_nothing(indexed):
     assert _git(indexed, "status", "--porcelain") == ""
 
 
+def test_retrieve_answers_from_the_index_it_cannot_update(indexed):
+    """Bug: with more edited files than a reader lays over the index (16), a sidecar that
+    cannot be written (read-only, a full disk) made retrieve fail (exit 5) and the prompt
+    hook answer nothing, beside a complete index they could read."""
+    for n in range(20):
+        (indexed / f"memory/bulk-{n}.md").write_text(NOTE.format(n=f"bulk-{n}", body="bulk"))
+    done = _memwiki(indexed, "retrieve", "zebracorn", "--files", limit=0)
+    assert done.returncode == 0 and done.stdout == "memory/people.md\n", done.stderr
+    assert "the index cannot be updated (File too large" in done.stderr
+    assert "results may be behind the wiki" in done.stderr
+    hook = _memwiki(indexed, "hook", "claude-code", stdin='{"prompt": "zebracorn"}', limit=0)
+    assert hook.returncode == 0 and "Ada runs the zebracorn team" in hook.stdout
+    done = _memwiki(indexed, "retrieve", "bulk", "--files")  # the limit gone: brought up to date
+    assert done.returncode == 0 and "memory/bulk-0.md" in done.stdout and done.stderr == ""
+
+
 def test_a_lock_file_another_user_made_still_locks(tmp_path):
     """Bug: a lock file another user made (one `sudo memwiki reindex`), readable but not
     writable, refused every writer: "Permission denied: .memwiki/wiki.lock" (exit 5).
@@ -159,3 +175,19 @@ def test_a_lock_file_another_user_made_still_locks(tmp_path):
         finally:
             mine.release()
         assert done.stdout == answer, done.stderr
+
+
+def test_retrieve_answers_from_a_read_only_sidecar(indexed):
+    """The same with `.memwiki/` read-only and no lock file there: opening the lock
+    failed (Permission denied, exit 5) before anything was read."""
+    for n in range(20):
+        (indexed / f"memory/bulk-{n}.md").write_text(NOTE.format(n=f"bulk-{n}", body="bulk"))
+    side = indexed / ".memwiki"
+    (side / "index.lock").unlink(missing_ok=True)
+    subprocess.run(["chmod", "-R", "a-w", str(side)], check=True)
+    try:
+        done = _memwiki(indexed, "retrieve", "zebracorn", "--files", prefix=unprivileged())
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(side)], check=True)
+    assert done.returncode == 0 and done.stdout == "memory/people.md\n", done.stderr
+    assert "the index cannot be updated (Permission denied" in done.stderr
