@@ -30,7 +30,10 @@ def atomic_write(path: Path, sync_dir: bool = True):
     """
     path = Path(path)
     make_folder(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # named by the file it was for, not a temporary name never made
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     try:
         # mkstemp creates the file 0600; a rewrite must keep the file's mode and a new file
         # gets the mode any editor would give it (0666 less the umask).

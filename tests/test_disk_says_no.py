@@ -191,3 +191,32 @@ def test_retrieve_answers_from_a_read_only_sidecar(indexed):
         subprocess.run(["chmod", "-R", "u+w", str(side)], check=True)
     assert done.returncode == 0 and done.stdout == "memory/people.md\n", done.stderr
     assert "the index cannot be updated (Permission denied" in done.stderr
+
+
+def test_an_edit_answered_in_a_read_only_wiki_says_nothing_more(indexed):
+    """Bug: in a read-only wiki an edited note was answered (laid over the index), then the
+    forked writer, failing to open its log, printed "memwiki: deferred index write
+    failed: PermissionError ..." on the caller's stderr after the answer."""
+    note = indexed / "memory/people.md"
+    note.write_text(NOTE.format(n="people", body="Ada runs the quokka team now."))
+    subprocess.run(["chmod", "-R", "a-w", str(indexed)], check=True)
+    try:
+        done = _memwiki(indexed, "retrieve", "quokka", "--files", prefix=unprivileged())
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(indexed)], check=True)
+    assert done.returncode == 0 and done.stdout == "memory/people.md\n"
+    assert done.stderr == ""
+
+
+def test_a_file_that_cannot_be_written_is_named(indexed):
+    """Bug: the error named the temporary file that could not be made,
+    "Permission denied: <wiki>/memory/.n.md.k2v9x0aa.tmp", a name nobody knows."""
+    (indexed / "memory").chmod(0o555)
+    try:
+        done = _memwiki(
+            indexed, "add", "memory", "n", "-d", "d", stdin="b\n", prefix=unprivileged()
+        )
+    finally:
+        (indexed / "memory").chmod(0o755)
+    _one_error(done, 5, f"Permission denied: {indexed / 'memory/n.md'}")
+    assert sorted(p.name for p in (indexed / "memory").iterdir()) == [".gitkeep", "people.md"]
