@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -85,6 +86,12 @@ def as_storage_error(exc: BaseException) -> StorageError | None:
     if isinstance(exc, OSError) and exc.errno in ENVIRONMENT_ERRNOS:
         where = f": {exc.filename}" if exc.filename else ""
         return StorageError(f"{exc.strerror or type(exc).__name__}{where}")
+    if isinstance(exc, OSError) and exc.errno is None:
+        # libgit2's OS errors reach us as OSError without an errno, the system's words in
+        # the text: "failed to write out file: No space left on device" (was exit 70).
+        text = " ".join(str(exc).split())
+        if any(os.strerror(code) in text for code in ENVIRONMENT_ERRNOS):
+            return StorageError(text)
     pygit2 = sys.modules.get("pygit2")  # loaded by whatever raised its error
     if pygit2 is not None and isinstance(exc, pygit2.GitError):
         return StorageError(f"git failed: {' '.join(str(exc).split())}")
@@ -93,8 +100,6 @@ def as_storage_error(exc: BaseException) -> StorageError | None:
 
 def file_in_the_way(path: str) -> str:
     """The first of path's folders that is something else (a file), or path when none is."""
-    import os
-
     parts = os.path.abspath(path).split(os.sep)
     for n in range(2, len(parts) + 1):
         folder = os.sep.join(parts[:n])
