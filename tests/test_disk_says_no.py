@@ -108,6 +108,8 @@ def test_a_file_where_the_sidecar_belongs_is_named(indexed):
         for argv in (["retrieve", "zebracorn"], ["reindex"], *also):
             done = _memwiki(indexed, *argv, stdin="body\n")
             _one_error(done, 5, f"{path} is a file where a folder belongs: move it away")
+        doctor = _memwiki(indexed, "doctor")
+        assert doctor.returncode == 1 and "is a file where a folder belongs" in doctor.stdout
         assert path.read_text() == "mine\n" and not (indexed / "memory/n.md").exists()
         path.unlink()
         done = _memwiki(indexed, "retrieve", "zebracorn", "--files")
@@ -143,6 +145,10 @@ def test_retrieve_answers_from_the_index_it_cannot_update(indexed):
     assert "results may be behind the wiki" in done.stderr
     hook = _memwiki(indexed, "hook", "claude-code", stdin='{"prompt": "zebracorn"}', limit=0)
     assert hook.returncode == 0 and "Ada runs the zebracorn team" in hook.stdout
+    # doctor said "ok index was stale, now updated" of the index it could not update
+    doctor = _memwiki(indexed, "doctor", limit=0)
+    assert doctor.returncode == 1
+    assert "FAIL  index      the index cannot be updated (File too large)" in doctor.stdout
     done = _memwiki(indexed, "retrieve", "bulk", "--files")  # the limit gone: brought up to date
     assert done.returncode == 0 and "memory/bulk-0.md" in done.stdout and done.stderr == ""
 
