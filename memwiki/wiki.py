@@ -255,8 +255,9 @@ class Wiki:
                     prepared.append(self._prepare(rf))
                 except InvalidInput as exc:
                     raise InvalidInput(f"recall_files[{i}]: {exc.message}") from None
-            for path, text, _ in prepared:
-                atomic_write_text(path, text)
+            from .wiki_commit import write_all
+
+            write_all([(path, text) for path, text, _ in prepared])
             return self._commit_locked(message, [self._rel(p) for p, _, _ in prepared])
 
     @library_call

@@ -128,3 +128,27 @@ def _restage(repo: pygit2.Repository, rel: str, staged: pygit2.IndexEntry | None
             index.write()
     except (pygit2.GitError, OSError):
         pass  # the file is back; at worst git shows its removal staged
+
+
+def write_all(files: list[tuple[Path, str]]) -> None:
+    """Write every file atomically, or none: the ones written before a failure are put back.
+
+    Bug it prevents: `put` of three files whose third did not fit (a full disk, a file
+    size limit) failed with exit 5 and left the first two written, uncommitted.
+    """
+    from .fsutil import atomic_write_bytes, atomic_write_text
+
+    done: list[tuple[Path, bytes | None]] = []
+    try:
+        for path, text in files:
+            before = path.read_bytes() if path.is_file() else None
+            atomic_write_text(path, text)
+            done.append((path, before))
+    except BaseException:
+        for path, before in reversed(done):  # the failed write freed what these need
+            with contextlib.suppress(OSError):
+                if before is None:
+                    path.unlink()
+                else:
+                    atomic_write_bytes(path, before)
+        raise

@@ -226,3 +226,19 @@ def test_a_file_that_cannot_be_written_is_named(indexed):
         (indexed / "memory").chmod(0o755)
     _one_error(done, 5, f"Permission denied: {indexed / 'memory/n.md'}")
     assert sorted(p.name for p in (indexed / "memory").iterdir()) == [".gitkeep", "people.md"]
+
+
+def test_put_that_cannot_write_every_file_writes_none(indexed):
+    """Bug: `put` of three files whose last did not fit (here past a 4 KiB file size limit)
+    failed with exit 5 and left the first two written and uncommitted: an updated note
+    and a new one in the wiki, from a command that said it failed."""
+    import json
+
+    before = (indexed / "memory/people.md").read_bytes()
+    files = [("people", "Ada moved on.\n"), ("aaa-new", "small\n"), ("zz-big", "big\n" * 2000)]
+    payload = {"recall_files": [{"track": "memory", "name": n, "description": "d", "content": c}
+                                for n, c in files]}  # fmt: skip
+    done = _memwiki(indexed, "put", "-", stdin=json.dumps(payload), limit=4)
+    _one_error(done, 5, "File too large")
+    assert (indexed / "memory/people.md").read_bytes() == before
+    assert _git(indexed, "status", "--porcelain", "--untracked-files=all") == ""
