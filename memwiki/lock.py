@@ -5,18 +5,27 @@ from __future__ import annotations
 import fcntl
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from .errors import StateError
 from .fsutil import make_folder
 
+# A wait longer than this is said (index.lock: `reindex` sat silent for up to 10 minutes
+# behind a stuck holder).
+WAIT_NOTE_S = 1.0
+
 
 class FileLock:
     """An exclusive advisory lock on a file; released by the OS if the process dies."""
 
-    def __init__(self, path: Path, timeout: float = 30.0):
+    def __init__(
+        self, path: Path, timeout: float = 30.0, on_wait: Callable[[], None] | None = None
+    ):
+        """on_wait: called once when acquire() has waited WAIT_NOTE_S (to say why nothing happens)."""
         self.path = Path(path)
         self.timeout = timeout
+        self.on_wait = on_wait
         self._fd: int | None = None
 
     def try_acquire(self) -> bool:
@@ -32,11 +41,15 @@ class FileLock:
 
     def acquire(self) -> FileLock:
         """Wait up to timeout seconds for the lock."""
-        deadline = time.monotonic() + self.timeout
+        start = time.monotonic()
         delay = 0.01
+        note = self.on_wait
         while not self.try_acquire():
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= start + self.timeout:
                 raise StateError(f"{self.path} is held by another memwiki process; try again")
+            if note is not None and time.monotonic() >= start + WAIT_NOTE_S:
+                note()
+                note = None
             time.sleep(delay)
             delay = min(delay * 2, 0.2)
         return self

@@ -242,3 +242,30 @@ def test_put_that_cannot_write_every_file_writes_none(indexed):
     _one_error(done, 5, "File too large")
     assert (indexed / "memory/people.md").read_bytes() == before
     assert _git(indexed, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_reindex_says_what_it_waits_for(indexed):
+    """Bug: behind a stuck process holding the index lock, `reindex` sat silent for up to
+    its 10 minutes: nothing said it was waiting, or for what."""
+    import threading
+    import time
+
+    from memwiki.lock import FileLock
+
+    env = {**os.environ, "MEMWIKI_EMBED": "hash", "PYTHONPATH": str(REPO)}
+    held = FileLock(indexed / ".memwiki/index.lock").acquire()
+    letgo = threading.Timer(6.0, held.release)  # before the fix: no line, so let go in 6 s
+    letgo.start()
+    began = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "memwiki", "-w", str(indexed), "reindex"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)  # fmt: skip
+    assert proc.stderr is not None
+    line = proc.stderr.readline()  # the note, or "" once the process ends
+    said_after = time.monotonic() - began
+    letgo.cancel()  # the line came (or the process ended): let go now
+    held.release()
+    out, err = proc.communicate(timeout=60)
+    assert line == "memwiki: waiting for another memwiki process that is updating the index\n"
+    assert said_after < 5.5  # while the lock was still held
+    assert proc.returncode == 0 and err == "" and "index updated" in out

@@ -96,7 +96,10 @@ class Index:
         """The one-writer lock of the index."""
         from ..lock import FileLock
 
-        return FileLock(self.wiki.sidecar / "index.lock", timeout=600)
+        def waiting() -> None:
+            self.notify("waiting for another memwiki process that is updating the index")
+
+        return FileLock(self.wiki.sidecar / "index.lock", timeout=600, on_wait=waiting)
 
     def _check(self, state: st.State | None) -> str | None:
         """Why this state cannot be used as it is, or None."""
