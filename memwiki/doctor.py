@@ -132,9 +132,18 @@ def _index(wiki, config):
         was = dict(before.embedder or {}) if before else {}
         snap = index.snapshot(need_vectors=True)
     except Exception as exc:
-        return None, Check("index", False, f"cannot build the index: {type(exc).__name__}: {exc}")
+        from .errors import as_storage_error
+
+        why = as_storage_error(exc)  # the machine's refusal in the words the commands use
+        text = why.message if why is not None else f"{type(exc).__name__}: {exc}"
+        return None, Check("index", False, f"cannot build the index: {text}")
     state = snap.state
     stale = "fresh" if not problem and not changes else f"was {problem or 'stale'}, now updated"
+    # Read as it is, not updated: another writer held it, or the sidecar cannot be written
+    # (then a FAIL: it said "now updated" of an index a read-only .memwiki/ kept stale).
+    unwritable = [m for m in messages if m.startswith("the index cannot be updated")]
+    if snap.stale:
+        stale = unwritable[0] if unwritable else "behind the wiki: another process is updating it"
     from .recallfile import printable  # one line, whatever a pulled folder is called
 
     skipped = [printable(f"{p}: {e.problem}") for p, e in state.files.items() if e.problem]
@@ -150,7 +159,7 @@ def _index(wiki, config):
     damaged = _damaged_vectors(snap)
     if damaged:
         detail += f"; {damaged} damaged vectors: run `memwiki reindex --full` to embed them again"
-    return index, Check("index", not damaged, detail)
+    return index, Check("index", not damaged and not unwritable, detail)
 
 
 def _damaged_vectors(snap) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -63,19 +64,48 @@ def check_type(what: str, value: object, types: tuple[type, ...], wanted: str = 
 
 
 # errno values that describe the machine, not memwiki: full disk or quota, read-only
-# filesystem, permission, I/O error.
-ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
+# filesystem, permission, I/O error, a file size limit (`ulimit -f`: EFBIG was an
+# internal error, exit 70), a file standing where a folder belongs (a `.memwiki` file).
+ENVIRONMENT_ERRNOS = {
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.EROFS,
+    errno.EACCES,
+    errno.EPERM,
+    errno.EIO,
+    errno.EFBIG,
+    errno.ENOTDIR,
+}
 
 
 def as_storage_error(exc: BaseException) -> StorageError | None:
     """exc as the StorageError it stands for (the machine or libgit2 said no), else None."""
+    if isinstance(exc, OSError) and exc.errno == errno.ENOTDIR and exc.filename:
+        blocker = file_in_the_way(str(exc.filename))
+        return StorageError(f"{blocker} is a file where a folder belongs: move it away")
     if isinstance(exc, OSError) and exc.errno in ENVIRONMENT_ERRNOS:
         where = f": {exc.filename}" if exc.filename else ""
         return StorageError(f"{exc.strerror or type(exc).__name__}{where}")
+    if isinstance(exc, OSError) and exc.errno is None:
+        # libgit2's OS errors reach us as OSError without an errno, the system's words in
+        # the text: "failed to write out file: No space left on device" (was exit 70).
+        text = " ".join(str(exc).split())
+        if any(os.strerror(code) in text for code in ENVIRONMENT_ERRNOS):
+            return StorageError(text)
     pygit2 = sys.modules.get("pygit2")  # loaded by whatever raised its error
     if pygit2 is not None and isinstance(exc, pygit2.GitError):
         return StorageError(f"git failed: {' '.join(str(exc).split())}")
     return None
+
+
+def file_in_the_way(path: str) -> str:
+    """The first of path's folders that is something else (a file), or path when none is."""
+    parts = os.path.abspath(path).split(os.sep)
+    for n in range(2, len(parts) + 1):
+        folder = os.sep.join(parts[:n])
+        if os.path.lexists(folder) and not os.path.isdir(folder):
+            return folder
+    return path
 
 
 def library_call(method: F) -> F:

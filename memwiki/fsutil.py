@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import stat
@@ -28,8 +29,11 @@ def atomic_write(path: Path, sync_dir: bool = True):
     loss costs only a cache entry.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    make_folder(path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # named by the file it was for, not a temporary name never made
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     try:
         # mkstemp creates the file 0600; a rewrite must keep the file's mode and a new file
         # gets the mode any editor would give it (0666 less the umask).
@@ -45,6 +49,19 @@ def atomic_write(path: Path, sync_dir: bool = True):
         raise
     if sync_dir:
         _fsync_dir(path.parent)
+
+
+def make_folder(path: Path) -> None:
+    """path and its parents made as folders (those there already are fine).
+
+    A file where one of them belongs is NotADirectoryError naming path, which the command
+    line reports as that file to move away: mkdir's FileExistsError for a `.memwiki`
+    file was an internal error (exit 70) in every writing command.
+    """
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path)) from None
 
 
 # atomic_write's temporary file: "." + the name + mkstemp's 8 random characters + ".tmp".

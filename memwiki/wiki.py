@@ -222,10 +222,16 @@ class Wiki:
                     f"{track}/{name}.md has changes that are not committed to git; "
                     "commit them first (`memwiki commit`), or pass --force to delete them for good"
                 )
-            path.unlink()
-            return self._commit_locked(
-                message or f"memwiki: delete {track}/{name}\n", [self._rel(path)]
-            )
+            from .wiki_commit import deletion
+
+            with deletion(self.repo, path, self._rel(path)):
+                try:
+                    return self._commit_locked(
+                        message or f"memwiki: delete {track}/{name}\n", [self._rel(path)]
+                    )
+                except StorageError as exc:  # the file is put back: it is not deleted
+                    why = exc.message.removesuffix(": the files are saved, not committed")
+                    raise StorageError(f"{track}/{name}.md is not deleted: {why}") from None
 
     @library_call
     def commit_results(self, recall_files: Any, message: str | None = None) -> CommitResult:
@@ -249,8 +255,9 @@ class Wiki:
                     prepared.append(self._prepare(rf))
                 except InvalidInput as exc:
                     raise InvalidInput(f"recall_files[{i}]: {exc.message}") from None
-            for path, text, _ in prepared:
-                atomic_write_text(path, text)
+            from .wiki_commit import write_all
+
+            write_all([(path, text) for path, text, _ in prepared])
             return self._commit_locked(message, [self._rel(p) for p, _, _ in prepared])
 
     @library_call

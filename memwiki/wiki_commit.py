@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -61,3 +66,89 @@ def commit(
     created = sorted(changes.created + [new for _, new in changes.renamed])
     deleted = sorted(changes.deleted + [old for old, _ in changes.renamed])
     return CommitResult(oid, created, changes.updated, deleted, described(held))
+
+
+@contextlib.contextmanager
+def deletion(repo: pygit2.Repository, path: Path, rel: str) -> Iterator[None]:
+    """path gone for the commit made inside; put back, staged as before, when no commit
+    deleted it.
+
+    Set aside under an atomic_write temporary name (which no commit takes) rather than
+    unlinked: putting it back needs no disk space. Bug it prevents: `rm` on a full disk
+    failed (exit 5, "the files are saved, not committed") with the file deleted, the
+    deletion staged and nothing committed.
+    """
+    try:
+        staged: pygit2.IndexEntry | None = repo.index[rel]
+    except KeyError:  # not in git's index (rm --force of a new file)
+        staged = None
+    head = _head(repo)
+    aside = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    os.rename(path, aside)
+    try:
+        yield
+    except BaseException:
+        if _head(repo) == head or _in_head(repo, rel):
+            os.rename(aside, path)
+            _restage(repo, rel, staged)
+        else:  # the deletion was committed after all (a Ctrl-C just after it)
+            aside.unlink(missing_ok=True)
+        raise
+    aside.unlink(missing_ok=True)
+
+
+def _head(repo: pygit2.Repository) -> str | None:
+    import pygit2
+
+    try:
+        return str(repo.head.target)
+    except pygit2.GitError:  # no commit yet
+        return None
+
+
+def _in_head(repo: pygit2.Repository, rel: str) -> bool:
+    import pygit2
+
+    try:
+        repo.head.peel().tree[rel]
+    except (KeyError, pygit2.GitError):
+        return False
+    return True
+
+
+def _restage(repo: pygit2.Repository, rel: str, staged: pygit2.IndexEntry | None) -> None:
+    """The git index entry of rel as it was (the failed commit may have staged its removal)."""
+    import pygit2
+
+    try:
+        index = repo.index
+        index.read(True)  # what is on disk, not the failed commit's changes in memory
+        if staged is not None and (rel not in index or index[rel].id != staged.id):
+            index.add(staged)
+            index.write()
+    except (pygit2.GitError, OSError):
+        pass  # the file is back; at worst git shows its removal staged
+
+
+def write_all(files: list[tuple[Path, str]]) -> None:
+    """Write every file atomically, or none: the ones written before a failure are put back.
+
+    Bug it prevents: `put` of three files whose third did not fit (a full disk, a file
+    size limit) failed with exit 5 and left the first two written, uncommitted.
+    """
+    from .fsutil import atomic_write_bytes, atomic_write_text
+
+    done: list[tuple[Path, bytes | None]] = []
+    try:
+        for path, text in files:
+            before = path.read_bytes() if path.is_file() else None
+            atomic_write_text(path, text)
+            done.append((path, before))
+    except BaseException:
+        for path, before in reversed(done):  # the failed write freed what these need
+            with contextlib.suppress(OSError):
+                if before is None:
+                    path.unlink()
+                else:
+                    atomic_write_bytes(path, before)
+        raise

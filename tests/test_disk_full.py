@@ -112,3 +112,39 @@ def test_a_read_only_wiki_answers_from_its_index_or_says_why_not(tmp_path):
         else:
             assert done.returncode == 5 and "Read-only file system" in done.stderr
             assert "kept changing" not in done.stderr and "internal error" not in done.stderr
+
+
+def test_memorize_prepare_on_a_full_disk_leaves_no_half_run(small_disk, tmp_path):
+    """Bug: with 12-140 KB free, prepare ended in "internal error: OSError: failed to write
+    out file: No space left on device" (libgit2's OSError carries no errno, exit 70), or
+    its undoing failed ("Cannot delete branch ... current HEAD of a linked repository"
+    from a worktree made half-way), which hid the full disk and left the branch, git's
+    worktree record and the run's folder behind."""
+    import json
+
+    wiki, _ = Wiki.init(small_disk / "w")
+    session = tmp_path / "s.json"
+    session.write_text(json.dumps({"schema_version": "1.0", "items": [
+        {"type": "message", "role": "user", "content": "how do we deploy?"},
+        {"type": "message", "role": "assistant", "content": "with make ship"}]}))  # fmt: skip
+    env = {**os.environ, "MEMWIKI_EMBED": "none"}
+    cmd = [sys.executable, "-m", "memwiki", "--wiki", str(wiki.root), "memorize"]
+    failed = 0
+    for leave in range(12288, 12288 + 8192 * 6, 8192):
+        _fill(small_disk, leave)
+        done = subprocess.run([*cmd, "prepare", str(session), "--again", "--json"],
+                              capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
+        (small_disk / "filler").unlink()
+        assert done.returncode in (0, 5), done.stderr
+        assert "cannot remove" not in done.stderr and len(done.stderr.splitlines()) == 1
+        if done.returncode == 0:
+            run = json.loads(done.stdout)["run_id"]
+            assert subprocess.run([*cmd, "discard", run], capture_output=True).returncode == 0
+            continue
+        failed += 1
+        branches = subprocess.run(["git", "-C", str(wiki.root), "branch", "--list", "memwiki/*"],
+                                  capture_output=True, text=True).stdout  # fmt: skip
+        assert branches == ""
+        assert list((wiki.root / ".git/worktrees").glob("*")) == []
+        assert list((wiki.root / ".memwiki/runs").glob("*")) == []
+    assert failed  # the disk was full enough to fail somewhere

@@ -177,9 +177,12 @@ def _detach(index: Index) -> None:
     from ..layout import LOGS
 
     log = index.wiki.sidecar / LOGS / LOG_NAME
-    log.parent.mkdir(parents=True, exist_ok=True)
     null = os.open(os.devnull, os.O_RDWR)
-    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError:  # a read-only sidecar: its failure said nowhere rather than after the
+        out = os.dup(null)  # caller's answer, on the terminal or in the agent's output
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.dup2(out, 2)

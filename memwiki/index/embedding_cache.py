@@ -172,9 +172,9 @@ class EmbeddingCache:
         # after an edit writes a chunk, and the two folder fsyncs were on its path.
         keys_file = self.directory / f"chunk-{seq:08d}.keys.npy"
         with atomic_write(_vecs_of(keys_file), sync_dir=False) as fh:
-            np.save(fh, np.ascontiguousarray(vecs, dtype=np.float32), allow_pickle=False)
+            save_array(fh, np.ascontiguousarray(vecs, dtype=np.float32))
         with atomic_write(keys_file, sync_dir=False) as fh:  # last: a keys file, a complete chunk
-            np.save(fh, np.array(shas, dtype="S64"), allow_pickle=False)
+            save_array(fh, np.array(shas, dtype="S64"))
 
     def _compact(self) -> None:
         """Merge chunks: the newest small ones while the cache is within CACHE_LIMIT, else all.
@@ -240,3 +240,20 @@ def _vecs_of(keys_file: Path) -> Path:
 
 def _seq(keys_file: Path) -> int:
     return int(keys_file.name.split("-")[1].split(".")[0])
+
+
+class _Writes:
+    """Only a file's write(): np.save then writes through it, not with ndarray.tofile."""
+
+    def __init__(self, fh):
+        self.write = fh.write
+
+
+def save_array(fh, array: np.ndarray) -> None:
+    """np.save of array to fh, a failed write raising OSError with its errno.
+
+    numpy's own tofile turned a short write (a full disk, `ulimit -f`) into an OSError
+    with no errno, "1152 requested and 992 written": an internal error (exit 70) where
+    the command line says "No space left on device" (exit 5).
+    """
+    np.save(_Writes(fh), array, allow_pickle=False)

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import StateError
+from ..errors import StateError, as_storage_error
 from . import bm25, races, segments, writing
 from . import manifest as st
 from .embedders import Embedders
@@ -96,7 +96,10 @@ class Index:
         """The one-writer lock of the index."""
         from ..lock import FileLock
 
-        return FileLock(self.wiki.sidecar / "index.lock", timeout=600)
+        def waiting() -> None:
+            self.notify("waiting for another memwiki process that is updating the index")
+
+        return FileLock(self.wiki.sidecar / "index.lock", timeout=600, on_wait=waiting)
 
     def _check(self, state: st.State | None) -> str | None:
         """Why this state cannot be used as it is, or None."""
@@ -270,7 +273,11 @@ class Index:
                 # gets BM25 now and its vectors from the background build.
                 embed = len(st.walk(self.root)) * ITEMS_PER_FILE_GUESS <= inline_limit
         lock = self.lock()
-        if not lock.try_acquire():
+        try:
+            got = lock.try_acquire()
+        except OSError as exc:  # a read-only or full sidecar: answer from what is there
+            return self._unwritable(exc, state, problem, strict, need_vectors)
+        if not got:
             if now:
                 raise _NotNow
             waited = self._wait(lock, forever=problem is not None, deadline=deadline)
@@ -282,7 +289,10 @@ class Index:
                 return self._snap(state, strict, stale=True).open(vector_file=need_vectors)
         try:
             status["stage"] = "updating"
-            report = self._update_locked(embed, scanned=scanned)
+            try:
+                report = self._update_locked(embed, scanned=scanned)
+            except OSError as exc:  # state.pkl is written last: the old state still stands
+                return self._unwritable(exc, state, problem, strict, need_vectors)
             if report.state is not None:
                 self._remember(report.state)
             snap = self._snap(
@@ -293,6 +303,16 @@ class Index:
         finally:
             status["stage"] = "reading"
             lock.release()
+
+    def _unwritable(self, exc: OSError, state, problem, strict, need_vectors) -> Snapshot:
+        """The committed index as it is, when the sidecar cannot be written (read-only, full):
+        with more edits than a reader lays over it, retrieve and the hook answered nothing
+        ("Permission denied: .memwiki/index.lock", exit 5) beside a complete index."""
+        why = as_storage_error(exc)
+        if problem is not None or why is None:
+            raise exc  # nothing complete to read, or not the machine saying no
+        self.notify(f"the index cannot be updated ({why}); results may be behind the wiki")
+        return self._snap(state, strict, stale=True).open(vector_file=need_vectors)
 
     def _unchanged_is_fresh(self, state: st.State, embed: bool, inline_limit) -> bool:
         """Whether a scan finding nothing changed would return the state as it is."""

@@ -9,13 +9,12 @@ in one line, as damage the search repairs or as a filesystem failure.
 
 from __future__ import annotations
 
-import errno
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from ..errors import StorageError
+from ..errors import ENVIRONMENT_ERRNOS, StorageError
 
 OPEN_ATTEMPTS = 5  # a reader whose generation vanished before it opened it tries the newer one
 
@@ -23,8 +22,9 @@ T = TypeVar("T")
 
 
 # What the machine says about itself, not about files changing under us: retrying cannot
-# help, and "the index kept changing" would mislead (a read-only wiki, a full disk).
-_NOT_RACES = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EIO}
+# help, and "the index kept changing" would mislead (a read-only wiki, a full disk, a file
+# where `.memwiki/` belongs: five retries, then advice to run the command again).
+_NOT_RACES = ENVIRONMENT_ERRNOS
 
 
 def raced(exc: Exception) -> bool:

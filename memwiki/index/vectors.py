@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from .embedding import embed_text_of, embed_with_progress
-from .embedding_cache import EmbeddingCache, sound_rows
+from .embedding_cache import EmbeddingCache, save_array, sound_rows
 
 # Rows multiplied at a time by a search (24 MB at 384 dims). After each block the pages
 # are given back (madvise DONTNEED): the file stays in the OS page cache, but a 50k-file
@@ -50,7 +50,7 @@ def save_matrix(path: Path, matrix: np.ndarray) -> None:
     from ..fsutil import atomic_write
 
     with atomic_write(path, sync_dir=False) as fh:
-        np.save(fh, np.ascontiguousarray(matrix, dtype=np.float32), allow_pickle=False)
+        save_array(fh, np.ascontiguousarray(matrix, dtype=np.float32))
 
 
 def best_rows(scores: np.ndarray, n: int) -> list[tuple[int, float]]:

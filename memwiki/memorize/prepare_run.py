@@ -297,7 +297,9 @@ def _open_run(
         runstate.save_state(directory, state)
     except BaseException:
         # A failure we can see is undone at once; only a killed process leaves "incomplete".
-        worktrees.remove(repo, run_id, workspace)
+        # The first error is the one to report (a full disk), not the undoing's.
+        with contextlib.suppress(Exception):
+            worktrees.remove(repo, run_id, workspace)
         shutil.rmtree(directory, ignore_errors=True)
         raise
     return PrepareResult(

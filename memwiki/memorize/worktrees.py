@@ -37,6 +37,10 @@ def remove(repo: pygit2.Repository, run_id: str, workspace: Path) -> None:
         if run_id in repo.list_worktrees():
             # With its directory gone the worktree is prunable; force covers a stale lock.
             repo.lookup_worktree(run_id).prune(True)
+        # One made half-way (a full disk) is not listed, yet its record names the branch,
+        # which git then refused to delete: "Cannot delete branch ... current HEAD of a
+        # linked repository" hid the full disk, and the branch and record stayed.
+        shutil.rmtree(Path(repo.path) / "worktrees" / run_id, ignore_errors=True)
         branch = repo.branches.local.get(branch_name(run_id))
         if branch is not None:
             branch.delete()
