@@ -56,3 +56,18 @@ def test_init_of_the_configured_wiki_or_by_wiki_option_writes_no_config(tmp_path
     other = run_memwiki("--wiki", tmp_path / "w", "init")
     assert other.returncode == 0 and other.stdout.count("\n") == 1, other.stdout
     assert not _config_file(tmp_path).exists()
+
+
+def test_init_with_an_unwritable_config_folder_makes_the_wiki_and_says_so(tmp_path, run_memwiki):
+    """Found by the disk audit: with HOME read-only the wiki was made and committed, then
+    init failed with exit 5 over the config file it only meant to write for convenience."""
+    config_dir = Path(os.environ["XDG_CONFIG_HOME"])
+    config_dir.parent.mkdir(parents=True, exist_ok=True)
+    config_dir.write_text("a file where the config folder belongs\n")  # blocks it, as root too
+    root = tmp_path / "w"
+    got = run_memwiki("init", root)
+    assert got.returncode == 0, got.stderr
+    assert (root / ".git").is_dir()
+    assert f"Note: the config file {config_dir / 'memwiki' / 'config.toml'} cannot be written" in (
+        got.stdout
+    )

@@ -50,7 +50,14 @@ def adopt_new_wiki(root: Path) -> tuple[Path | None, str | None]:
     if setting.source == "default" and not current.exists():
         # Bug it prevents: `memwiki init ~/notes/wiki` then `memwiki add ...` failed with
         # "no wiki at ~/memwiki", and nothing had said that the wiki needs configuring.
-        return write_file_setting(cfg, "wiki", str(root)), None
+        try:
+            return write_file_setting(cfg, "wiki", str(root)), None
+        except OSError as exc:  # the wiki is made: an unwritable HOME only costs the setting
+            reason = exc.strerror or type(exc).__name__
+            return None, (
+                f"the config file {cfg.config_file} cannot be written ({reason}): pass "
+                f'--wiki {root}, or set wiki = "{root}" there'
+            )
     if setting.source.startswith("env:"):
         how = f"or set {setting.source[4:]}={root}"
     else:
