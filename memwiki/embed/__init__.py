@@ -7,6 +7,7 @@ for the model stack. :func:`load_embedder` imports it only when asked.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -28,6 +29,14 @@ __all__ = [
     "tokenizer_path",
     "wants_prepared",
 ]
+
+# onnxruntime (1.32 on Linux) starts Microsoft's 1DS telemetry when it is imported: a device
+# id and an event queue (process path, OS) under ~/.cache/Microsoft/DeveloperTools/, to be
+# sent to an events.data.microsoft.com collector. memwiki makes no network call and writes
+# nothing outside the wiki and its caches, so it is turned off before onnxruntime is first
+# imported (it is only imported through this package: onnx.py, prepared.py). Found by the
+# disk audit: with that folder unwritable, every retrieve printed onnxruntime's warning.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 #: Name the default model's vectors carry in the index ({provider, model, dim}).
 DEFAULT_MODEL = "all-MiniLM-L6-v2-int8"

