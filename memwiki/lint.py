@@ -133,9 +133,10 @@ def _resource_problems(path: Path, rel: str) -> list[Problem]:
     from .project_file import resource_problems
 
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        data = rfmod.read_note_bytes(path).decode("utf-8", "replace")
     except OSError:
         return []  # try_read says why it cannot be read
+    text = data.replace("\r\n", "\n").replace("\r", "\n")  # as read_text read it
     return [Problem(rel, line, message) for line, message in resource_problems(text)]
 
 
@@ -144,7 +145,7 @@ def _stray_files(wiki: Wiki) -> list[Problem]:
     out = []
     for path in sorted(wiki.root.glob("*.md")):
         try:
-            head = path.read_bytes()[:4096].decode("utf-8", "replace")
+            head = rfmod.read_note_bytes(path, 4096).decode("utf-8", "replace")
         except OSError:
             continue
         parts = markdown.split_frontmatter(head)

@@ -30,7 +30,16 @@ from .model import (
     printable,
     problems_text,
 )
-from .parse import MAX_FILE_BYTES, decode, load_frontmatter, parse, read, size_problem, try_read
+from .parse import (
+    MAX_FILE_BYTES,
+    decode,
+    load_frontmatter,
+    parse,
+    read,
+    read_note_bytes,
+    size_problem,
+    try_read,
+)
 
 if TYPE_CHECKING:
     from .payload import PAYLOAD_KEYS, from_payload
@@ -84,6 +93,7 @@ __all__ = [
     "now_iso",
     "parse",
     "read",
+    "read_note_bytes",
     "render",
     "size_problem",
     "split_frontmatter",

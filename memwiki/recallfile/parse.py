@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import functools
+import os
 import posixpath
+import stat
 from pathlib import Path
 
 from .. import markdown
@@ -271,10 +274,28 @@ def _validate_fields(data: dict, fm_text: str, stem: str, path: str) -> list[Pro
     return problems
 
 
+def read_note_bytes(path: str | os.PathLike, limit: int = -1) -> bytes:
+    """A note's bytes (the first limit of them, with limit >= 0); OSError when it is not a
+    regular file.
+
+    Bug it prevents: a FIFO named `x.md` in a vault hung `memwiki list`, `lint`, `show` and
+    `links` for good, waiting for a writer on its other end (open blocks). Opened without
+    blocking, a FIFO, a socket or a device is refused before a byte is read.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)")
+        return fh.read(limit)
+
+
 def read(path: Path, track: str, rel: str | None = None) -> RecallFile:
     """Read and parse a RecallFile from disk."""
     path = Path(path)
-    return parse(path.read_bytes(), track=track, stem=path.stem, path=rel or str(path))
+    return parse(read_note_bytes(path), track=track, stem=path.stem, path=rel or str(path))
 
 
 def try_read(path: Path, track: str, rel: str) -> tuple[RecallFile | None, list[Problem]]:

@@ -1,0 +1,59 @@
+"""A person's messy Obsidian vault used as the wiki: the files such a vault holds besides
+notes (a FIFO named like a note, ...) and what every command does with them. Real wikis
+on disk, real `memwiki` processes where a hang is what could go wrong.
+
+(tests/test_obsidian_vault.py covers plugins' notes and other sync tools' copies,
+tests/test_walk_links.py symlinks and unreadable folders, tests/test_bad_files.py large,
+binary and BOM files.)
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from memwiki.recallfile import RecallFile
+from memwiki.wiki import Wiki
+
+FIFO_LINE = "memory/x.md:1: cannot read: not a regular file (a FIFO, socket or device)"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["list"], ["lint"], ["links", "memory/keep"], ["retrieve", "zanzibar", "--files"]],
+)
+def test_a_fifo_named_like_a_note_is_one_line_not_a_hang(wiki, run_memwiki, argv):
+    """Bug: a FIFO `memory/x.md` (a named pipe, as a tool's socket or a mistaken mkfifo
+    leaves) hung `list`, `lint` and `links` for good: reading a note opened it, and
+    opening a FIFO waits for a writer. Now it is refused unread, and named."""
+    wiki.put(RecallFile("memory", "keep", "A note", body="zanzibar [[other]]\n"))
+    wiki.put(RecallFile("memory", "other", "Another", body="text\n"))
+    os.mkfifo(wiki.root / "memory/x.md")
+    done = run_memwiki("--wiki", wiki.root, *argv, timeout=30)
+    assert "Traceback" not in done.stderr
+    if argv[0] == "lint":
+        assert done.returncode == 1
+        assert FIFO_LINE in done.stdout.splitlines()
+    elif argv[0] == "list":
+        assert done.returncode == 0
+        assert f"memwiki: skipped {FIFO_LINE}" in done.stderr.splitlines()
+        assert "keep" in done.stdout
+    else:
+        assert done.returncode == 0, done.stderr
+        assert "memory/keep.md" in done.stdout
+
+
+def test_add_onto_a_fifo_is_refused_and_leaves_it(wiki, run_memwiki):
+    """`add` over a FIFO note says why in one line (exit 5), and writes nothing."""
+    os.mkfifo(wiki.root / "memory/x.md")
+    done = run_memwiki(
+        "--wiki", wiki.root, "add", "memory", "x", "-d", "d", "--body-file", "/dev/null",
+        timeout=30,
+    )  # fmt: skip
+    assert done.returncode == 5
+    assert done.stderr == (
+        "memwiki: error: memory/x.md: cannot read: not a regular file (a FIFO, socket or device)\n"
+    )
+    assert (wiki.root / "memory/x.md").is_fifo()
+    assert Wiki.open(wiki.root).repo.status() == {}
