@@ -57,3 +57,24 @@ def test_add_onto_a_fifo_is_refused_and_leaves_it(wiki, run_memwiki):
     )
     assert (wiki.root / "memory/x.md").is_fifo()
     assert Wiki.open(wiki.root).repo.status() == {}
+
+
+def test_retrieve_takes_any_folder_list_takes_as_a_track(wiki, cli):
+    """Bug: a vault's own folder (`Projects/`, as the PARA method names it) was listed by
+    `list --track Projects` and its notes retrieved, but `retrieve --track Projects` was
+    refused: "track 'Projects' is not a slug" (exit 2), against docs/reference.md ("or a
+    folder you added"). Tracks are read as list reads them; only a writer's must be slugs."""
+    note = "---\nname: roadmap\ndescription: The side project's roadmap\n---\nquokkafish launch\n"
+    (wiki.root / "Projects/Side 🚀").mkdir(parents=True)
+    (wiki.root / "Projects/Side 🚀/roadmap.md").write_text(note)
+    wiki.put(RecallFile("memory", "other", "Another", body="quokkafish too\n"))
+    code, out, err = cli("--wiki", wiki.root, "list", "--track", "Projects")
+    assert (code, err) == (0, "") and "roadmap" in out
+    code, out, err = cli("--wiki", wiki.root, "retrieve", "quokkafish", "--track", "Projects",
+                         "--files")  # fmt: skip
+    assert (code, out, err) == (0, "Projects/Side 🚀/roadmap.md\n", "")
+    for bad in (".git", "Projects/Side 🚀", ""):
+        code, out, err = cli("--wiki", wiki.root, "retrieve", "quokkafish", "--track", bad)
+        assert code == 2 and out == "", bad
+        message = f"invalid track {bad!r}: a top-level folder name of the wiki"
+        assert err == f"memwiki: error: {message}\n"
