@@ -78,3 +78,21 @@ def test_retrieve_takes_any_folder_list_takes_as_a_track(wiki, cli):
         assert code == 2 and out == "", bad
         message = f"invalid track {bad!r}: a top-level folder name of the wiki"
         assert err == f"memwiki: error: {message}\n"
+
+
+def test_commit_prints_a_file_name_with_a_line_break_or_an_escape_on_one_line(wiki, cli):
+    """Bug: `memwiki commit` printed a pasted file's name as it is: `memory/evil\\nforged...`
+    made two lines of its output (and of the 'though lint rejects it' warning), and an
+    escape sequence in a name recoloured the terminal; lint, list and retrieve escaped
+    them already (recallfile.printable). Now every commit line and warning does too."""
+    (wiki.root / "memory/evil\nforged.md").write_text("no frontmatter\n")
+    (wiki.root / "memory/esc\x1b[31mred.md").write_text("no frontmatter\n")
+    code, out, err = cli("--wiki", wiki.root, "commit")
+    assert code == 0
+    assert out.splitlines()[:2] == [
+        "created  memory/esc\\x1b[31mred.md",
+        "created  memory/evil\\nforged.md",
+    ]
+    assert "\x1b" not in out + err
+    assert len(err.splitlines()) == 2
+    assert all(line.startswith("memwiki: committed memory/") for line in err.splitlines())
