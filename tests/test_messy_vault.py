@@ -16,6 +16,13 @@ import pytest
 from memwiki.recallfile import RecallFile
 from memwiki.wiki import Wiki
 
+
+@pytest.fixture(autouse=True)
+def hash_embedder(monkeypatch):
+    """The test embedder: what files memwiki reads is under test here, not the model."""
+    monkeypatch.setenv("MEMWIKI_EMBED", "hash")
+
+
 FIFO_LINE = "memory/x.md:1: cannot read: not a regular file (a FIFO, socket or device)"
 
 
@@ -96,3 +103,22 @@ def test_commit_prints_a_file_name_with_a_line_break_or_an_escape_on_one_line(wi
     assert "\x1b" not in out + err
     assert len(err.splitlines()) == 2
     assert all(line.startswith("memwiki: committed memory/") for line in err.splitlines())
+
+
+def test_templaters_templates_folder_is_left_out_as_the_core_plugins_is(wiki, cli):
+    """Bug: only the core Templates plugin's folder was left out; a vault using Templater
+    (the most used templates plugin, `templates_folder` in its data.json) had every
+    template reported by lint (`name: <% tp.file.title %>` is no name), so the pre-commit
+    hook refused them, listed as skipped and 'not indexed' by every retrieve."""
+    plugin = wiki.root / ".obsidian/plugins/templater-obsidian"
+    plugin.mkdir(parents=True)
+    (plugin / "data.json").write_text('{"command_timeout": 5, "templates_folder": "Meta/Tpl/"}')
+    (wiki.root / "Meta/Tpl").mkdir(parents=True)
+    template = "---\nname: <% tp.file.title %>\ndescription: <% tp.system.prompt() %>\n---\n"
+    (wiki.root / "Meta/Tpl/meeting.md").write_text(template + "quokkafish agenda\n")
+    (wiki.root / "Meta/kept.md").write_text("---\nname: kept\ndescription: d\n---\nquokkafish\n")
+    assert cli("--wiki", wiki.root, "lint") == (0, "", "")
+    code, out, err = cli("--wiki", wiki.root, "list")
+    assert (code, err) == (0, "") and "kept" in out and "tp.file" not in out
+    code, out, err = cli("--wiki", wiki.root, "retrieve", "quokkafish", "--files")
+    assert (code, out, err) == (0, "Meta/kept.md\n", "")
