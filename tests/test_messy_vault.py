@@ -122,3 +122,27 @@ def test_templaters_templates_folder_is_left_out_as_the_core_plugins_is(wiki, cl
     assert (code, err) == (0, "") and "kept" in out and "tp.file" not in out
     code, out, err = cli("--wiki", wiki.root, "retrieve", "quokkafish", "--files")
     assert (code, out, err) == (0, "Meta/kept.md\n", "")
+
+
+def test_a_link_to_dev_zero_at_the_root_is_named_not_read_forever(wiki):
+    """Bug: `memwiki lint` read every markdown file at the wiki's root whole, to see whether
+    it looks like a RecallFile: `zero.md -> /dev/zero` filled memory until a MemoryError
+    (7 s under a 2 GB limit; without one, until the machine ran out). Now a device, FIFO
+    or socket is refused unread, and the symlink is named as leading outside the wiki."""
+    import resource
+    import subprocess
+    import sys
+
+    os.symlink("/dev/zero", wiki.root / "zero.md")
+
+    def limit() -> None:  # a regression fails with a MemoryError, not a swapping machine
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "memwiki", "--wiki", str(wiki.root), "lint"],
+        capture_output=True, text=True, timeout=60, preexec_fn=limit,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.stderr == ""
+    line = "zero.md:1: symlink to /dev/zero, outside the wiki: not read, not indexed"
+    assert (done.returncode, done.stdout) == (1, f"{line}\n")
