@@ -287,13 +287,18 @@ class WorkTree:
         return entries
 
     def files(self) -> Iterator[tuple[Path, str]]:
-        """(folder, name) of every entry but folders, as git/copies.walk gives them."""
+        """(folder, name) of every regular file (or link to one): the entries git/copies.walk
+        gives that copies_in can count (it keeps only files).
+
+        Bug it prevents: a FIFO named as a numbered copy (`people 2.md`) hung lint for good,
+        copies_in opening it to read its `name:`; a FIFO, socket or device is no copy.
+        """
         for folder, entries in self.folders.items():
             if isinstance(entries, OSError):
                 continue
             base = Path(folder)
             for entry in entries:
-                if not _is_folder(entry):
+                if _is_file(entry):
                     yield base, entry.name
 
 
@@ -301,5 +306,13 @@ def _is_folder(entry: os.DirEntry) -> bool:
     """os.walk's test: a folder or a link to one (an entry that cannot be checked is a file)."""
     try:
         return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    """A regular file or a link to one (the entry's type, a stat only for a symlink)."""
+    try:
+        return entry.is_file()
     except OSError:
         return False

@@ -146,3 +146,17 @@ def test_a_link_to_dev_zero_at_the_root_is_named_not_read_forever(wiki):
     assert done.stderr == ""
     line = "zero.md:1: symlink to /dev/zero, outside the wiki: not read, not indexed"
     assert (done.returncode, done.stdout) == (1, f"{line}\n")
+
+
+def test_a_fifo_named_as_a_numbered_copy_does_not_hang_lint(wiki, run_memwiki):
+    """Bug: with a FIFO named as iCloud names its copies (`memory/people 2.md`), lint hung
+    for good: the check for other sync tools' copies opened it to read its `name:`. Only
+    regular files are candidates now; the FIFO is named as every reader names it."""
+    wiki.put(RecallFile("memory", "people", "The team", body="Bob\n"))
+    os.mkfifo(wiki.root / "memory/people 2.md")
+    os.mkfifo(wiki.root / "people (conflicted copy).md")
+    done = run_memwiki("--wiki", wiki.root, "lint", timeout=30)
+    assert (done.returncode, done.stderr) == (1, "")
+    assert done.stdout == (
+        "memory/people 2.md:1: cannot read: not a regular file (a FIFO, socket or device)\n"
+    )
