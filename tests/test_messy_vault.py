@@ -160,3 +160,18 @@ def test_a_fifo_named_as_a_numbered_copy_does_not_hang_lint(wiki, run_memwiki):
     assert done.stdout == (
         "memory/people 2.md:1: cannot read: not a regular file (a FIFO, socket or device)\n"
     )
+
+
+def test_a_note_saved_as_utf16_is_named_as_such_not_as_a_binary_file(wiki, cli):
+    """Bug: a note saved as UTF-16 (Windows Notepad's "Unicode") was a "binary file, not
+    markdown" in lint, list and retrieve: true of its bytes, but it sends a person looking
+    for an image. It says what the file is and what to do."""
+    text = "---\nname: utf16\ndescription: d\n---\nbody\n"
+    (wiki.root / "memory/utf16.md").write_text(text, encoding="utf-16")  # with its BOM
+    (wiki.root / "memory/png.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    code, out, err = cli("--wiki", wiki.root, "lint")
+    assert (code, err) == (1, "")
+    assert out.splitlines() == [
+        "memory/png.md:1: binary file, not markdown",
+        "memory/utf16.md:1: UTF-16 text: memwiki reads UTF-8, save the file as UTF-8",
+    ]

@@ -52,12 +52,25 @@ def decode(data: bytes, path: str) -> str:
         raise InvalidRecallFile([Problem(path, line, "not valid UTF-8 text")]) from None
 
 
+def binary_problem(head: bytes) -> str | None:
+    """Why a file whose first bytes are head is not text memwiki reads, or None.
+
+    A note saved as UTF-16 (Windows Notepad's "Unicode", some exporters) has a NUL in every
+    other byte: it was called a binary file, which sends a person looking for an image.
+    """
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16 text: memwiki reads UTF-8, save the file as UTF-8"
+    if b"\x00" in head[:BINARY_PROBE]:
+        return "binary file, not markdown"
+    return None
+
+
 def parse(text: str | bytes, track: str, stem: str, path: str | None = None) -> RecallFile:
     """Parse and validate a RecallFile's text; raises InvalidRecallFile with every problem."""
     path = path or f"{track}/{stem}.md"
     if isinstance(text, bytes):
-        if b"\x00" in text[:BINARY_PROBE]:
-            raise InvalidRecallFile([Problem(path, 1, "binary file, not markdown")])
+        if (binary := binary_problem(text[:BINARY_PROBE])) is not None:
+            raise InvalidRecallFile([Problem(path, 1, binary)])
         text = decode(text, path)
     bom, text = markdown.strip_bom(text)
     if not text.strip():
