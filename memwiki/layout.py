@@ -13,11 +13,17 @@ RACY_NS = 2_000_000_000
 # Frontmatter sits at the top of a note: this much of it is enough to see a `conflict_of:` key.
 CONFLICT_HEAD_BYTES = 16384
 
-# Obsidian's core plugins name the folders they own in these files ({"folder": "..."}):
-# the Templates plugin's templates and the Daily notes plugin's notes. Neither holds
-# memory (a template's `name: {{title}}` is a placeholder, a daily note has no
-# frontmatter), so memwiki's walks leave them out, as they leave out dot-folders.
-APP_FOLDER_FILES = (".obsidian/templates.json", ".obsidian/daily-notes.json")
+# Obsidian's plugins name the folders they own in these files: the core Templates plugin's
+# templates and the Daily notes plugin's notes ({"folder": "..."}), and the Templater
+# plugin's templates ({"templates_folder": "..."}; the most used templates plugin, whose
+# templates hold `<% tp.file.title %>` where a name goes). None holds memory (a template's
+# name is a placeholder, a daily note has no frontmatter), so memwiki's walks leave them
+# out, as they leave out dot-folders.
+APP_FOLDER_FILES = (
+    (".obsidian/templates.json", "folder"),
+    (".obsidian/daily-notes.json", "folder"),
+    (".obsidian/plugins/templater-obsidian/data.json", "templates_folder"),
+)
 OWN_TRACKS = ("memory", "skill", "project")  # never left out, whatever a plugin says
 TRACKS = ("memory", "skill")  # the tracks `memwiki init` creates (every version has)
 # What a repository that is_wiki refuses lacks, in the one line that refuses it.
@@ -46,9 +52,9 @@ def is_wiki(root: str | os.PathLike) -> bool:
 
 
 def app_folders(root: str | os.PathLike) -> frozenset[str]:
-    """The wiki-relative folders (posix) that Obsidian's Templates and Daily notes plugins use."""
+    """The wiki-relative folders (posix) that Obsidian's template and daily-note plugins use."""
     found = set()
-    for name in APP_FOLDER_FILES:
+    for name, key in APP_FOLDER_FILES:
         path = os.path.join(root, name)
         if not os.path.isfile(path):
             continue  # the common case: no import, no read
@@ -56,7 +62,7 @@ def app_folders(root: str | os.PathLike) -> frozenset[str]:
 
         try:
             with open(path, encoding="utf-8") as fh:
-                folder = json.load(fh).get("folder")
+                folder = json.load(fh).get(key)
         except (OSError, ValueError, AttributeError):
             continue
         if not isinstance(folder, str):

@@ -25,7 +25,7 @@ from . import markdown
 from .errors import NotFound
 from .layout import CONFLICT_HEAD_BYTES as HEAD_BYTES
 from .layout import RACY_NS
-from .recallfile import COPY_RE, MAX_FILE_BYTES, Problem
+from .recallfile import COPY_RE, MAX_FILE_BYTES, Problem, read_note_bytes
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -196,7 +196,7 @@ class LinkCache:
         if entry is not None and entry[:2] == stat and stat[1] < self.trusted_before:
             return entry[2]
         try:
-            data = path.read_bytes()
+            data = read_note_bytes(path)  # a FIFO named x.md is refused, not waited on
         except OSError:
             return None
         text = data.decode("utf-8", "replace")

@@ -133,9 +133,10 @@ def _resource_problems(path: Path, rel: str) -> list[Problem]:
     from .project_file import resource_problems
 
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        data = rfmod.read_note_bytes(path).decode("utf-8", "replace")
     except OSError:
         return []  # try_read says why it cannot be read
+    text = data.replace("\r\n", "\n").replace("\r", "\n")  # as read_text read it
     return [Problem(rel, line, message) for line, message in resource_problems(text)]
 
 
@@ -144,7 +145,7 @@ def _stray_files(wiki: Wiki) -> list[Problem]:
     out = []
     for path in sorted(wiki.root.glob("*.md")):
         try:
-            head = path.read_bytes()[:4096].decode("utf-8", "replace")
+            head = rfmod.read_note_bytes(path, 4096).decode("utf-8", "replace")
         except OSError:
             continue
         parts = markdown.split_frontmatter(head)
@@ -286,13 +287,18 @@ class WorkTree:
         return entries
 
     def files(self) -> Iterator[tuple[Path, str]]:
-        """(folder, name) of every entry but folders, as git/copies.walk gives them."""
+        """(folder, name) of every regular file (or link to one): the entries git/copies.walk
+        gives that copies_in can count (it keeps only files).
+
+        Bug it prevents: a FIFO named as a numbered copy (`people 2.md`) hung lint for good,
+        copies_in opening it to read its `name:`; a FIFO, socket or device is no copy.
+        """
         for folder, entries in self.folders.items():
             if isinstance(entries, OSError):
                 continue
             base = Path(folder)
             for entry in entries:
-                if not _is_folder(entry):
+                if _is_file(entry):
                     yield base, entry.name
 
 
@@ -300,5 +306,13 @@ def _is_folder(entry: os.DirEntry) -> bool:
     """os.walk's test: a folder or a link to one (an entry that cannot be checked is a file)."""
     try:
         return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    """A regular file or a link to one (the entry's type, a stat only for a symlink)."""
+    try:
+        return entry.is_file()
     except OSError:
         return False

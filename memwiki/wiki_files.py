@@ -11,9 +11,8 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .errors import InvalidInput
 from .fsutil import list_folder, markdown_files, safe_join
-from .recallfile import check_slug
+from .recallfile import check_slug, check_track
 
 
 def note_path(root: Path, track: str, name: str) -> Path:
@@ -47,8 +46,8 @@ def track_files(
 
     listdir: the folders as the caller listed them already (fsutil.markdown_files).
     """
-    if track is not None and (not track or track.startswith(".") or "/" in track or "\\" in track):
-        raise InvalidInput(f"invalid track {track!r}: a top-level folder name of the wiki")
+    if track is not None:
+        check_track(track)
     tops = [track] if track else sorted(p.name for p in root.iterdir() if p.is_dir())
     for top in tops:
         if top.startswith(".") or not (root / top).is_dir():

@@ -17,8 +17,10 @@ def emit_json(data: Any) -> None:
 
 
 def warn(message: str) -> None:
-    """One line on stderr."""
-    print(f"memwiki: {message}", file=sys.stderr)
+    """One line on stderr (a file name's line break or escape sequence shown escaped)."""
+    from ..recallfile import printable
+
+    print(f"memwiki: {printable(message)}", file=sys.stderr)
 
 
 def error_document(message: str, exit_code: int) -> dict[str, Any]:
@@ -53,9 +55,11 @@ def print_commit(result, as_json: bool) -> None:
     if result.commit is None:
         print("Nothing to commit")
         return
+    from ..recallfile import printable  # a pulled or pasted file's name is one line, no escapes
+
     for status in ("created", "updated", "deleted"):
         for path in getattr(result, status):
-            print(f"{status:8} {path}")
+            print(f"{status:8} {printable(path)}")
     print(f"commit {result.commit[:12]}")
 
 
@@ -82,9 +86,11 @@ def print_committed(result) -> None:
         return
     how = "was already committed" if result.already_committed else "committed"
     print(f"run {rid} {how}: merge {result.commit[:12]}")
+    from ..recallfile import printable
+
     for status in ("created", "updated", "deleted"):
         for path in getattr(result, status):
-            print(f"  {status:8} {path}")
+            print(f"  {status:8} {printable(path)}")
     for c in result.conflicts:
         if c.get("copy"):
             print(f"  conflict copy created {c['copy']} ({c['kind']}: {c['path']} unchanged)")

@@ -22,7 +22,7 @@ def read_file_items(
     items: list[Item] = []
     projects: tuple[str, ...] = ()
     try:
-        data = path.read_bytes()
+        data = rfmod.read_note_bytes(path)  # a FIFO is refused, never waited on
     except OSError as exc:
         data, problem = b"", f"cannot read: {exc.strerror}"
     sha = sha or hashlib.sha256(data).hexdigest()

@@ -61,10 +61,10 @@ def retrieve(
     check_limits(k, budget)
     if fusion not in ("score", "rrf"):
         raise InvalidInput(f"unknown fusion {fusion!r}: use score or rrf")
-    if track is not None:
-        from ..recallfile import check_slug
+    if track is not None:  # any folder list --track takes: `Projects` too (docs/reference.md)
+        from ..recallfile import check_track
 
-        check_slug(track, "track")
+        check_track(track)
     index = index or Index(wiki, config, notify=notify)
     index.defer_writes = False
     if defer:

@@ -24,13 +24,23 @@ from .model import (
     RecallFile,
     check_new_name,
     check_slug,
+    check_track,
     conflict_copy_of,
     is_one_line,
     mend_surrogates,
     printable,
     problems_text,
 )
-from .parse import MAX_FILE_BYTES, decode, load_frontmatter, parse, read, size_problem, try_read
+from .parse import (
+    MAX_FILE_BYTES,
+    decode,
+    load_frontmatter,
+    parse,
+    read,
+    read_note_bytes,
+    size_problem,
+    try_read,
+)
 
 if TYPE_CHECKING:
     from .payload import PAYLOAD_KEYS, from_payload
@@ -75,6 +85,7 @@ __all__ = [
     "check_rendered",
     "check_new_name",
     "check_slug",
+    "check_track",
     "conflict_copy_of",
     "decode",
     "from_payload",
@@ -84,6 +95,7 @@ __all__ = [
     "now_iso",
     "parse",
     "read",
+    "read_note_bytes",
     "render",
     "size_problem",
     "split_frontmatter",

@@ -132,6 +132,18 @@ def check_slug(value: str, what: str = "name") -> str:
     return value
 
 
+def check_track(track: str) -> str:
+    """Return track if it names a top-level folder memwiki reads, else raise InvalidInput.
+
+    Not a slug: a vault's own folders (`Projects`, `Areas`, `Café`) are tracks too, listed,
+    indexed and retrieved; only a writer's new track must be a slug (check_slug).
+    """
+    bad = not isinstance(track, str) or not track or track.startswith(".")
+    if bad or "/" in track or "\\" in track:
+        raise InvalidInput(f"invalid track {track!r}: a top-level folder name of the wiki")
+    return track
+
+
 # Device names Windows reserves in every folder, whatever the extension: Git for Windows
 # refuses to check out memory/con.md (core.protectNTFS), so one such note breaks every
 # Windows device the wiki syncs to.

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import functools
+import os
 import posixpath
+import stat
 from pathlib import Path
 
 from .. import markdown
@@ -49,12 +52,25 @@ def decode(data: bytes, path: str) -> str:
         raise InvalidRecallFile([Problem(path, line, "not valid UTF-8 text")]) from None
 
 
+def binary_problem(head: bytes) -> str | None:
+    """Why a file whose first bytes are head is not text memwiki reads, or None.
+
+    A note saved as UTF-16 (Windows Notepad's "Unicode", some exporters) has a NUL in every
+    other byte: it was called a binary file, which sends a person looking for an image.
+    """
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16 text: memwiki reads UTF-8, save the file as UTF-8"
+    if b"\x00" in head[:BINARY_PROBE]:
+        return "binary file, not markdown"
+    return None
+
+
 def parse(text: str | bytes, track: str, stem: str, path: str | None = None) -> RecallFile:
     """Parse and validate a RecallFile's text; raises InvalidRecallFile with every problem."""
     path = path or f"{track}/{stem}.md"
     if isinstance(text, bytes):
-        if b"\x00" in text[:BINARY_PROBE]:
-            raise InvalidRecallFile([Problem(path, 1, "binary file, not markdown")])
+        if (binary := binary_problem(text[:BINARY_PROBE])) is not None:
+            raise InvalidRecallFile([Problem(path, 1, binary)])
         text = decode(text, path)
     bom, text = markdown.strip_bom(text)
     if not text.strip():
@@ -271,10 +287,28 @@ def _validate_fields(data: dict, fm_text: str, stem: str, path: str) -> list[Pro
     return problems
 
 
+def read_note_bytes(path: str | os.PathLike, limit: int = -1) -> bytes:
+    """A note's bytes (the first limit of them, with limit >= 0); OSError when it is not a
+    regular file.
+
+    Bug it prevents: a FIFO named `x.md` in a vault hung `memwiki list`, `lint`, `show` and
+    `links` for good, waiting for a writer on its other end (open blocks). Opened without
+    blocking, a FIFO, a socket or a device is refused before a byte is read.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)")
+        return fh.read(limit)
+
+
 def read(path: Path, track: str, rel: str | None = None) -> RecallFile:
     """Read and parse a RecallFile from disk."""
     path = Path(path)
-    return parse(path.read_bytes(), track=track, stem=path.stem, path=rel or str(path))
+    return parse(read_note_bytes(path), track=track, stem=path.stem, path=rel or str(path))
 
 
 def try_read(path: Path, track: str, rel: str) -> tuple[RecallFile | None, list[Problem]]:

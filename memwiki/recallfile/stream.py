@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .. import markdown
 from .model import InvalidRecallFile, Problem
-from .parse import BINARY_PROBE, parse, size_problem
+from .parse import BINARY_PROBE, binary_problem, parse, size_problem
 
 HEAD_BYTES = 256 * 1024  # the frontmatter must close within this much of a large file
 BLOCK = 1 << 20
@@ -24,8 +24,9 @@ def check_large(path: Path, track: str, rel: str, size: int) -> list[Problem]:
         with open(path, "rb") as fh:
             first = True
             while block := fh.read(BLOCK):
-                if first and b"\x00" in block[:BINARY_PROBE]:
-                    return [*problems, Problem(rel, 1, "binary file, not markdown")]
+                binary = binary_problem(block[:BINARY_PROBE]) if first else None
+                if binary is not None:
+                    return [*problems, Problem(rel, 1, binary)]
                 first = False
                 try:
                     text = decoder.decode(block)
