@@ -275,6 +275,12 @@ def load(
     )
 
 
+def turn_off_onnxruntime_telemetry() -> None:
+    """Set ORT_DISABLE_TELEMETRY for onnxruntime, unless the environment already says (here:
+    the one module that touches the environment; memwiki.embed calls it, see why there)."""
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+
 def write_file_setting(config: Config, key: str, value: str) -> Path:
     """Set one key in the user's config file (used by `memwiki clone`)."""
     path = config.config_file

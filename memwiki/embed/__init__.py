@@ -7,11 +7,10 @@ for the model stack. :func:`load_embedder` imports it only when asked.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from ..config import EMBED_CHOICES
+from ..config import EMBED_CHOICES, turn_off_onnxruntime_telemetry
 
 if TYPE_CHECKING:
     import numpy as np
@@ -36,7 +35,7 @@ __all__ = [
 # nothing outside the wiki and its caches, so it is turned off before onnxruntime is first
 # imported (it is only imported through this package: onnx.py, prepared.py). Found by the
 # disk audit: with that folder unwritable, every retrieve printed onnxruntime's warning.
-os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+turn_off_onnxruntime_telemetry()
 
 #: Name the default model's vectors carry in the index ({provider, model, dim}).
 DEFAULT_MODEL = "all-MiniLM-L6-v2-int8"

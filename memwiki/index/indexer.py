@@ -14,6 +14,7 @@ from ..errors import StateError, as_storage_error
 from . import bm25, races, segments, writing
 from . import manifest as st
 from .embedders import Embedders
+from .progressive import too_large_to_wait
 from .snapshot import Snapshot
 from .writing import UpdateReport
 
@@ -255,6 +256,9 @@ class Index:
                 take(self.root, None)
             changes, stats = pre[1:] if pre and pre[0] is state else st.scan(self.root, state)
             scanned = (state, changes, stats)
+            if inline_limit is not None and (large := too_large_to_wait(changes, stats)):
+                self.notify(f"{large}; results may be behind the wiki")  # a background job's
+                return self._snap(state, strict, behind=True).open(vector_file=need_vectors)
             if inline_limit is not None and embed:
                 embed = self._embed_estimate(state, changes) <= inline_limit
             wanted = embed and self._vectors_wanted(state, check_model)
@@ -349,12 +353,13 @@ class Index:
         emb = self.embedder()
         return emb is not None and state.embedder != self.model_key(emb)
 
-    def _snap(self, state, strict: bool = True, stale=False, updated=0) -> Snapshot:
+    def _snap(self, state, strict: bool = True, stale=False, updated=0, behind=False) -> Snapshot:
         return Snapshot(
             self.root,
             self.directory,
             state,
-            stale=stale,
+            stale=stale or behind,
+            behind=behind,
             updated_files=updated,
             strict=strict,
         )

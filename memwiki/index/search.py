@@ -247,10 +247,12 @@ def _progress_facts(snap, job, mode, config, background, index) -> dict:
     from . import progressive as prog
 
     facts = {"pending_items": snap.pending, "background_reindex": False}
-    if (
-        background
-        and mode != "bm25"
-        and (prog.vectors_need_work(snap, job, config) or prog.model_wants_preparing(index))
+    if background and (
+        snap.behind
+        or (
+            mode != "bm25"
+            and (prog.vectors_need_work(snap, job, config) or prog.model_wants_preparing(index))
+        )
     ):
         from . import background as bg
 

@@ -25,6 +25,7 @@ class Snapshot:
     embedder: object | None = None
     embedder_note: str = ""
     stale: bool = False
+    behind: bool = False  # changes too large to index before answering: a background job's
     updated_files: int = 0
     _matrix: object | None = field(default=None, repr=False)
     _vectors_fh: Any = field(default=None, repr=False)
