@@ -36,7 +36,8 @@ def sync(
         )
     for entry in result.committed_invalid:
         warn(said(entry, " as you staged it (`git add`)", "`memwiki sync`"))
-    if any(p["path"] not in others for p in result.not_committed):
+    # (a repository cloned into the wiki, `folder/`, is said in its own not-committed line)
+    if any(p["path"] not in others and not p["path"].endswith("/") for p in result.not_committed):
         warn("invalid RecallFiles were not committed: fix them (`memwiki lint`) and sync again")
 
 

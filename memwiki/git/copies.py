@@ -76,15 +76,25 @@ def other_tools_copy(root: Path, rel: str) -> tuple[str, str] | None:
     return original, what.format(original)
 
 
+#: What git lists as `folder/` and never its files: a repository cloned into the wiki.
+#: Bug it prevents: `memwiki commit` and `memwiki sync` failed for good with "git failed:
+#: invalid path: 'Projects/code/'" (exit 5) in a vault holding a code clone.
+NESTED_REPOSITORY = "a git repository inside the wiki"
+
+
 def new_tool_copies(
     repo: pygit2.Repository, status: dict[str, int] | None = None
 ) -> dict[str, str]:
     """{path: what it is} for the untracked files (not ignored, not staged by a person)
-    that another sync tool made as conflict copies: what no commit of hand edits takes.
-    status: the caller's read of repo.status() (read here when None)."""
+    that another sync tool made as conflict copies, and the repositories cloned into the
+    wiki: what no commit of hand edits takes. status: the caller's read of repo.status()
+    (read here when None)."""
     found = {}
     for rel, flags in (repo.status() if status is None else status).items():
         if flags & pygit2.GIT_STATUS_WT_NEW and not flags & pygit2.GIT_STATUS_IGNORED:
+            if rel.endswith("/"):
+                found[rel] = NESTED_REPOSITORY
+                continue
             copy = other_tools_copy(Path(repo.workdir), rel)
             if copy is not None:
                 found[rel] = copy[1]
@@ -130,7 +140,9 @@ def described(copies: dict[str, str]) -> list[dict]:
     return [
         {
             "path": rel,
-            "problem": f"{what}: merge what you want to keep into that file, then delete "
+            "problem": f"{what}: move it out of the wiki, or add {rel} to .gitignore"
+            if what == NESTED_REPOSITORY
+            else f"{what}: merge what you want to keep into that file, then delete "
             "this one (or rename it, if it is a file of its own)",
         }
         for rel, what in copies.items()

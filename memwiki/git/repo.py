@@ -216,7 +216,7 @@ def stage_all(
     the caller's read_status (read here when None): a file first changed after that read
     is left for the next commit, since the caller checked only what the read showed.
     """
-    from .copies import other_tools_copy  # it reads the recallfile model: only when needed
+    from .copies import NESTED_REPOSITORY, other_tools_copy  # recallfile: only when needed
 
     wait_for_git(repo)
     if _nothing_to_stage(repo, status):
@@ -232,6 +232,9 @@ def stage_all(
                 _drop_stale_temp(workdir / path)
             continue
         new = flags & pygit2.GIT_STATUS_WT_NEW
+        if new and path.endswith("/"):  # git lists a nested repository, never its files
+            held[path] = NESTED_REPOSITORY
+            continue
         if hand_edits and new and (copy := other_tools_copy(workdir, path)):
             held[path] = copy[1]
             continue
