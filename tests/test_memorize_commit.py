@@ -216,6 +216,18 @@ def test_run_deleting_a_file_the_wiki_changed_keeps_the_change(tmp_path):
     assert "improved by hand" in (wiki.root / "memory/a.md").read_text()
 
 
+def test_a_note_in_a_subfolder_may_be_edited_by_the_run_where_it_is(tmp_path):
+    """Found by the vault audit: retrieve hands the executor memory/work/deploys.md, and a
+    run improving it was refused, "outside the tracks". New notes still go to the top."""
+    wiki = make_wiki(tmp_path, {"memory/work/deploys.md": recall("deploys", "Argo CD.\n")})
+    run = memorize.prepare(wiki, [payload(tmp_path, "1.json", ["one"])], run_id="one")
+    ws = Path(run.workspace)
+    write(ws, "memory/work/deploys.md", recall("deploys", "Argo CD; production by a PR.\n"))
+    result = memorize.commit(wiki, "one")
+    assert result.updated == ["memory/work/deploys.md"]
+    assert "production by a PR" in (wiki.root / "memory/work/deploys.md").read_text()
+
+
 def test_invalid_files_are_refused_with_every_problem_then_a_retry_succeeds(tmp_path):
     wiki = make_wiki(tmp_path)
     run = memorize.prepare(wiki, [payload(tmp_path, "1.json", ["one"])], run_id="one")

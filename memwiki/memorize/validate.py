@@ -46,16 +46,32 @@ def unstage(repo: pygit2.Repository) -> None:
     repo.index.write()
 
 
-def _path_problem(path: str) -> str | None:
+def _path_problem(path: str, base: pygit2.Commit | None = None) -> str | None:
     parts = PurePosixPath(path).parts
-    if len(parts) != 2 or parts[0] not in EXECUTOR_TRACKS:
+    # A note a person keeps in a subfolder (memory/work/x.md, as retrieve hands it to the
+    # executor) may be edited or deleted where it is; new notes go to the track's top.
+    # Bug it prevents: the run was refused, "outside the tracks", for improving that note.
+    nested = (
+        len(parts) > 2
+        and parts[0] in EXECUTOR_TRACKS
+        and not any(p.startswith(".") for p in parts)  # dot-folders hold no notes
+        and _in_tree(base, path)
+    )
+    if not nested and (len(parts) != 2 or parts[0] not in EXECUTOR_TRACKS):
         return (
             "outside the tracks: the executor may only change memory/<name>.md, skill/<name>.md"
             " or project/<slug>.md"
         )
-    if not parts[1].endswith(".md"):
+    if not parts[-1].endswith(".md"):
         return "only markdown RecallFiles (<name>.md) may be changed"
     return None
+
+
+def _in_tree(base: pygit2.Commit | None, path: str) -> bool:
+    try:
+        return base is not None and isinstance(base.tree[path], pygit2.Blob)
+    except KeyError:
+        return False
 
 
 def _old_text(base: pygit2.Commit | None, path: str) -> str:
@@ -102,7 +118,7 @@ def workspace_secrets(
     problems: list[Problem] = []
     scanned: dict[str, str] = {}
     for path in gitstore.pending_paths(repo):
-        if _path_problem(path) is not None:
+        if _path_problem(path, base) is not None:
             continue  # check() names it; it is never committed
         try:
             if (root / path).is_symlink():
@@ -131,7 +147,7 @@ def check(
     problems: list[Problem] = []
     index = repo.index
     for path in changes.all():
-        why = _path_problem(path)
+        why = _path_problem(path, base)
         if why is not None:
             problems.append(Problem(path, 1, why))
             continue
