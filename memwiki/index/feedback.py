@@ -21,6 +21,12 @@ EXPANSION_WEIGHT = 0.4
 EXPANSION_TERMS = 10  # the feedback item's heaviest words not already in the query
 DF_FIELDS = ("body",)
 MAX_SHARE = 0.1  # a term in more than this share of the documents says too little
+# An item's text read for its words, and the words weighed, at most: a note of one 5 MB
+# line (a pasted JSON) is one item of 100,000 distinct words, whose document frequencies
+# took 3 s of every query it answered (found by the vault audit). Ordinary items hold a
+# few hundred words, far under both.
+MAX_ITEM_CHARS = 200_000
+MAX_TERMS = 2_000
 
 
 def top_item(rows, fused: dict[int, float]) -> int | None:
@@ -41,7 +47,7 @@ def item_terms(snap, row) -> dict[str, int]:
         lines = (snap.root / row.path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
         lines = []
-    body = "\n".join(lines[row.start_line - 1 : row.end_line]).strip()
+    body = "\n".join(lines[row.start_line - 1 : row.end_line]).strip()[:MAX_ITEM_CHARS]
     text = f"{row.name.replace('-', ' ')} {row.description} {' '.join(row.tags)} {row.heading}"
     counts: dict[str, int] = {}
     for token in bm25.analyzer()(f"{text} {body}"):
@@ -67,6 +73,8 @@ def expansion_terms(
             leaves.append(leaf)
             gone.append(dead)
     skip = set(query_terms)
+    if len(counts) > MAX_TERMS:  # the most frequent ones (ties by term: the same everywhere)
+        counts = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_TERMS])
     weights: dict[str, float] = {}
     for term, count in counts.items():
         if term in skip:
