@@ -17,7 +17,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .project_git import find_repository, main_tree_name, origin_url, redact_url, url_key
+from .project_git import (
+    find_repository,
+    main_tree_name,
+    redact_url,
+    remote_url,
+    url_key,
+)
 
 SOURCES = ("remote", "directory", "config")
 SLUG_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -189,7 +195,7 @@ def identify(
         return Project(mapped, str(repo.worktree if repo else here), "config")
     if repo is None:
         return None
-    url = origin_url(repo.common_dir)
+    url = remote_url(repo.common_dir, home)
     if url:
         by_url = {url_key(k): v for k, v in mapping.items() if not k.startswith(("/", "~"))}
         if url_key(url) in by_url:

@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 # Bound on the upward walk: more parts than a Linux path can have (PATH_MAX 4096 allows
 # 2048). It was 256, and a repository 300 folders above the directory was not found.
 MAX_DEPTH = 4096
-_REMOTE_HEADER = re.compile(r'^\s*\[\s*remote\s+"origin"\s*\]\s*(?:[#;].*)?$', re.IGNORECASE)
-_SECTION = re.compile(r"^\s*\[")
-_URL_LINE = re.compile(r"^\s*url\s*=(.*)$", re.IGNORECASE)
+# `[remote "origin"]`, `[url "git@github.com:"]`, or the old `[remote.origin]`; a comment may follow.
+_HEADER = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\](.*)$')
+_KEY_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9-]*)\s*=(.*)$")
+MAX_CONFIG_BYTES = 1 << 20  # git's own config files are a few KB; a bigger one is cut here
+MAX_POINTER_BYTES = 4096  # a `.git` file or `commondir`: one path
 _ESCAPES = {"n": "\n", "t": "\t", "b": "\b", '"': '"', "\\": "\\"}
 
 
@@ -29,11 +33,30 @@ class Repository:
     common_dir: Path  # holds `config`, shared by all worktrees
 
 
+def _read_head(path: Path, limit: int) -> str | None:
+    """The first `limit` bytes of a regular file as text, or None (missing, not a file).
+
+    Opened without blocking and checked to be a regular file before reading: a `config`
+    that was a named pipe hung `memwiki project` and every `retrieve` for ever.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _read_gitfile(path: Path) -> Path | None:
     """The git dir a `.git` file points to (linked worktrees, submodules)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    text = _read_head(path, MAX_POINTER_BYTES)
+    if text is None:
         return None
     first = text.splitlines()[0] if text else ""
     if not first.startswith("gitdir:"):
@@ -43,11 +66,10 @@ def _read_gitfile(path: Path) -> Path | None:
 
 
 def _common_dir(git_dir: Path) -> Path:
-    try:
-        text = (git_dir / "commondir").read_text(encoding="utf-8").strip()
-    except OSError:
+    text = _read_head(git_dir / "commondir", MAX_POINTER_BYTES)
+    if not text or not text.strip():
         return git_dir
-    common = Path(text)
+    common = Path(text.strip())
     return common if common.is_absolute() else (git_dir / common)
 
 
@@ -76,22 +98,71 @@ def find_repository(directory: str | os.PathLike) -> Repository | None:
     return None
 
 
+def _config_entries(text: str) -> Iterator[tuple[str, str | None, str, str]]:
+    """(section, subsection, key, value) of a git config file's text; sections and keys in
+    lower case (git compares them so), subsections as written (git compares them exactly)."""
+    section, sub = "", None
+    for line in text.splitlines():
+        head = _HEADER.match(line)
+        if head:
+            section, sub = head.group(1).lower(), head.group(2)
+            if sub is None and "." in section:  # the old form: [remote.origin]
+                section, _, sub = section.partition(".")
+            elif sub is not None:
+                sub = re.sub(r"\\(.)", r"\1", sub)
+            line = head.group(3)  # git allows `[section] key = value` on one line
+        elif line.lstrip().startswith("["):
+            section, sub = "", None  # a header git would refuse: skip its keys
+            continue
+        m = _KEY_LINE.match(line)
+        if m and section:
+            yield section, sub, m.group(1).lower(), _config_value(m.group(2))
+
+
+def _config_text(path: Path) -> str:
+    return _read_head(path, MAX_CONFIG_BYTES) or ""
+
+
 def origin_url(common_dir: Path) -> str | None:
     """The `url` of `[remote "origin"]` in a repository's config file, or None."""
-    try:
-        text = (common_dir / "config").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    inside = False
-    for line in text.splitlines():
-        if _SECTION.match(line):
-            inside = bool(_REMOTE_HEADER.match(line))
-            continue
-        if inside:
-            m = _URL_LINE.match(line)
-            if m:
-                return _config_value(m.group(1))
+    return _origin(_config_text(common_dir / "config"))
+
+
+def _origin(text: str) -> str | None:
+    for section, sub, key, value in _config_entries(text):
+        if (section, sub, key) == ("remote", "origin", "url") and value:
+            return value  # the first, as `git remote get-url origin`
     return None
+
+
+def remote_url(common_dir: Path, home: Path | None = None) -> str | None:
+    """origin's URL as git fetches it: `url.<base>.insteadOf` rewrites applied (the
+    repository's config, then the user's `~/.gitconfig` and `~/.config/git/config`).
+
+    `work:ledger` under `[url "git@github.com:acme/"] insteadOf = work:` is
+    `git@github.com:acme/ledger`, the spelling a projects-map entry or a clone on another
+    machine without the shorthand has.
+    """
+    text = _config_text(common_dir / "config")
+    url = _origin(text)
+    if url is None:
+        return None
+    texts = [text]
+    if home is not None:
+        texts += [
+            _config_text(home / ".gitconfig"),
+            _config_text(home / ".config" / "git" / "config"),
+        ]
+    best: tuple[int, str] | None = None
+    for config_text in texts:
+        if "insteadof" not in config_text.lower():
+            continue  # the common case: no rewrites, nothing to parse
+        for section, base, key, prefix in _config_entries(config_text):
+            rewrites = section == "url" and base is not None and key == "insteadof"
+            longer = best is None or len(prefix) > best[0]  # git: the longest prefix wins
+            if rewrites and prefix and url.startswith(prefix) and longer:
+                best = (len(prefix), f"{base}{url[len(prefix) :]}")
+    return best[1] if best else url
 
 
 def _config_value(raw: str) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from memwiki import project as pj
-from memwiki.project_git import url_key
+from memwiki.project_git import origin_url, remote_url, url_key
 
 TOKEN = "ghp_S3CRETt0ken"
 
@@ -71,7 +71,7 @@ def test_config_values_read_as_git_reads_them(tmp_path, raw, value):
     root = repo(tmp_path / "r")
     (root / ".git" / "config").write_text(f'[remote "origin"]\n\turl = {raw}\n')
     assert git(root, "config", "remote.origin.url").rstrip("\n") == value
-    assert pj.origin_url(root / ".git") == value
+    assert origin_url(root / ".git") == value
 
 
 def test_a_repository_far_above_a_deep_directory_is_found(tmp_path):
@@ -164,3 +164,75 @@ def test_credentials_in_a_url_are_never_printed(tmp_path, run_memwiki):
     done = run_memwiki("project", cwd=root, env={"MEMWIKI_PROJECTS": bad})
     assert done.returncode == 2 and "Not_A_Slug" in done.stderr
     assert TOKEN not in done.stderr + done.stdout and "***@github.com" in done.stderr
+
+
+def test_a_config_that_is_a_named_pipe_does_not_hang(tmp_path):
+    # Found with `mkfifo .git/config`: `memwiki project` waited for a writer for ever
+    # (killed by `timeout 10`, exit 124); every retrieve in that tree would have too.
+    root = repo(tmp_path / "piped")
+    (root / ".git" / "config").unlink()
+    os.mkfifo(root / ".git" / "config")
+    # In a child with a timeout, so that a regression fails this test instead of hanging.
+    code = "import sys; from memwiki.project import identify; print(identify(sys.argv[1]).slug)"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(root)], capture_output=True, text=True, timeout=30,
+        env={**os.environ, "PYTHONPATH": str(Path(pj.__file__).parent.parent)},
+    )  # fmt: skip
+    assert done.stdout == "piped\n", done.stderr
+
+
+@pytest.mark.parametrize(
+    "local, user, origin",
+    [
+        ('[url "git@github.com:acme/"]\n\tinsteadOf = work:\n', "", "work:ledger"),
+        ("", '[url "git@github.com:acme/"]\n\tinsteadOf = work:\n', "work:ledger"),
+        (  # the longest prefix wins, across files
+            '[url "git@github.com:"]\n\tinsteadOf = gh:\n',
+            '[url "git@github.com:acme/"]\n\tinsteadOf = gh:acme-\n',
+            "gh:acme-ledger",
+        ),
+        (
+            '[url "https://ci:tok@github.com/"] insteadOf = https://github.com/\n',
+            "",
+            "https://github.com/acme/ledger",
+        ),
+    ],
+)
+def test_insteadof_rewrites_are_applied_as_git_applies_them(tmp_path, local, user, origin):
+    # `work:ledger` was compared with projects-map URL entries as written, so the entry
+    # `git@github.com:acme/ledger.git` missed the clone that git fetches from exactly there.
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(user)
+    root = repo(tmp_path / "clone", origin)
+    with (root / ".git" / "config").open("a") as fh:
+        fh.write(local)
+    env = {**os.environ, "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1"}
+    env.pop("GIT_CONFIG_GLOBAL", None)
+    by_git = subprocess.run(
+        ["git", "ls-remote", "--get-url", "origin"],
+        cwd=root, capture_output=True, text=True, check=True, timeout=30, env=env,
+    ).stdout.strip()  # fmt: skip
+    assert remote_url(root / ".git", home) == by_git
+    assert url_key(by_git) == "github.com/acme/ledger"
+    mapping = pj.parse_map("git@github.com:acme/ledger.git=books")
+    assert pj.identify(root, mapping, home).slug == "books"
+    assert pj.identify(root, {}, home).slug == "ledger"
+
+
+def test_config_headers_in_the_forms_git_accepts(tmp_path):
+    root = repo(tmp_path / "r")
+    config = root / ".git" / "config"
+    for text, url in [
+        ("[remote.origin]\n\turl = git@h:a/old-form.git\n", "git@h:a/old-form.git"),
+        ('[remote "origin"] url = git@h:a/one-line.git\n', "git@h:a/one-line.git"),
+        ('[Remote "origin"]\n\tURL = git@h:a/cased.git\n', "git@h:a/cased.git"),
+        ('[remote "Origin"]\n\turl = git@h:a/not-origin.git\n', None),
+    ]:
+        config.write_text(text)
+        done = subprocess.run(
+            ["git", "config", "--get", "remote.origin.url"],
+            cwd=root, capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert (done.stdout.strip() or None) == url
+        assert origin_url(root / ".git") == url
