@@ -36,7 +36,7 @@ class Project:
     """The project a directory belongs to."""
 
     slug: str
-    root: str  # the working tree the directory is in (repo-relative paths start here)
+    root: str  # the working tree (a real path) the directory is in; repo-relative paths start here
     source: str  # remote | directory | config
 
     def to_dict(self) -> dict:
@@ -189,7 +189,7 @@ def identify(
         here = Path(os.path.realpath(directory))
     except (OSError, ValueError):
         return None
-    repo = find_repository(here)
+    repo = find_repository(here, resolved=True)
     mapped = _mapped_by_path(here, mapping, home)
     if mapped:
         return Project(mapped, str(repo.worktree if repo else here), "config")
@@ -214,8 +214,8 @@ def is_the_wiki(found: Project | None, wiki_root: str | os.PathLike | None) -> b
     """
     if found is None or wiki_root is None or found.source == "config":
         return False
-    try:
-        return os.path.realpath(found.root) == os.path.realpath(wiki_root)
+    try:  # found.root is a real path already (identify resolves the directory)
+        return found.root == os.path.realpath(wiki_root)
     except (OSError, ValueError):
         return False
 

@@ -73,10 +73,13 @@ def _common_dir(git_dir: Path) -> Path:
     return common if common.is_absolute() else (git_dir / common)
 
 
-def find_repository(directory: str | os.PathLike) -> Repository | None:
-    """The repository a directory lies in (walking up to the first `.git`), or None."""
+def find_repository(directory: str | os.PathLike, resolved: bool = False) -> Repository | None:
+    """The repository a directory lies in (walking up to the first `.git`), or None.
+
+    resolved: the directory is already a real path (symlinks resolved), as identify's is.
+    """
     try:
-        here = Path(os.path.realpath(directory))
+        here = Path(directory if resolved else os.path.realpath(directory))
     except (OSError, ValueError):
         return None
     for candidate in [here, *here.parents][:MAX_DEPTH]:
@@ -99,8 +102,9 @@ def find_repository(directory: str | os.PathLike) -> Repository | None:
 
 
 def _config_entries(text: str) -> Iterator[tuple[str, str | None, str, str]]:
-    """(section, subsection, key, value) of a git config file's text; sections and keys in
-    lower case (git compares them so), subsections as written (git compares them exactly)."""
+    """(section, subsection, key, raw value) of a git config file's text; sections and keys
+    in lower case (git compares them so), subsections as written (git compares them
+    exactly). The value is as written: _config_value reads the few a caller wants."""
     section, sub = "", None
     for line in text.splitlines():
         head = _HEADER.match(line)
@@ -116,7 +120,7 @@ def _config_entries(text: str) -> Iterator[tuple[str, str | None, str, str]]:
             continue
         m = _KEY_LINE.match(line)
         if m and section:
-            yield section, sub, m.group(1).lower(), _config_value(m.group(2))
+            yield section, sub, m.group(1).lower(), m.group(2)
 
 
 def _config_text(path: Path) -> str:
@@ -129,8 +133,8 @@ def origin_url(common_dir: Path) -> str | None:
 
 
 def _origin(text: str) -> str | None:
-    for section, sub, key, value in _config_entries(text):
-        if (section, sub, key) == ("remote", "origin", "url") and value:
+    for section, sub, key, raw in _config_entries(text):
+        if (section, sub, key) == ("remote", "origin", "url") and (value := _config_value(raw)):
             return value  # the first, as `git remote get-url origin`
     return None
 
@@ -157,10 +161,12 @@ def remote_url(common_dir: Path, home: Path | None = None) -> str | None:
     for config_text in texts:
         if "insteadof" not in config_text.lower():
             continue  # the common case: no rewrites, nothing to parse
-        for section, base, key, prefix in _config_entries(config_text):
-            rewrites = section == "url" and base is not None and key == "insteadof"
+        for section, base, key, raw in _config_entries(config_text):
+            if section != "url" or base is None or key != "insteadof":
+                continue
+            prefix = _config_value(raw)
             longer = best is None or len(prefix) > best[0]  # git: the longest prefix wins
-            if rewrites and prefix and url.startswith(prefix) and longer:
+            if prefix and url.startswith(prefix) and longer:
                 best = (len(prefix), f"{base}{url[len(prefix) :]}")
     return best[1] if best else url
 
