@@ -196,7 +196,10 @@ def _config_value(raw: str) -> str:
 def main_tree_name(repo: Repository) -> str:
     """The directory name of the main working tree (a linked worktree's too)."""
     common = repo.common_dir
-    if common.name == ".git":
+    # `.git`, or a hidden bare repository holding the worktrees beside it (`ledger/.bare`
+    # with `ledger/main`, `ledger/feature`): the folder that holds it names the project.
+    # Named `.bare`, the worktrees were project `bare` and their folder `ledger`.
+    if common.name == ".git" or common.name.startswith("."):
         return common.parent.name
     if repo.git_dir == repo.common_dir:
         return repo.worktree.name

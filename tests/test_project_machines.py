@@ -236,3 +236,33 @@ def test_config_headers_in_the_forms_git_accepts(tmp_path):
         )  # fmt: skip
         assert (done.stdout.strip() or None) == url
         assert origin_url(root / ".git") == url
+
+
+def test_worktrees_beside_a_hidden_bare_repository_are_one_project(tmp_path):
+    # The "bare clone + worktrees" layout: ledger/.bare, ledger/.git -> .bare, ledger/main.
+    # Without an origin the worktree was project `bare` and the folder `ledger`.
+    seed = repo(tmp_path / "seed")
+    git(
+        seed,
+        "-c",
+        "user.email=a@b",
+        "-c",
+        "user.name=a",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "i",
+    )
+    holder = tmp_path / "ledger"
+    holder.mkdir()
+    git(holder, "clone", "-q", "--bare", str(seed), ".bare")
+    git(holder / ".bare", "config", "--unset", "remote.origin.url")
+    (holder / ".git").write_text("gitdir: ./.bare\n")
+    git(holder, "worktree", "add", "-q", "main", "main")
+    assert pj.identify(holder).slug == pj.identify(holder / "main").slug == "ledger"
+    bare = tmp_path / "harbor.git"
+    git(tmp_path, "clone", "-q", "--bare", str(seed), str(bare))
+    git(bare, "config", "--unset", "remote.origin.url")
+    git(bare, "worktree", "add", "-q", str(tmp_path / "harbor-main"), "main")
+    assert pj.identify(tmp_path / "harbor-main").slug == "harbor"
