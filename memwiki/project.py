@@ -164,7 +164,10 @@ def _mapped_by_path(here: Path, mapping: Mapping[str, str], home: Path | None) -
     for key, slug in mapping.items():
         if not (key.startswith("/") or key.startswith("~")):
             continue
-        base = Path(str(home) + key[1:]) if key.startswith("~") and home else Path(key)
+        # `~` and `~/...` are this configuration's HOME; `~ada/src` is ada's home, as in a
+        # shell (it was read as HOME + "ada/src" and matched no directory).
+        mine = key == "~" or key.startswith("~/")
+        base = Path(str(home) + key[1:]) if mine and home else Path(key)
         try:
             base = Path(os.path.realpath(base.expanduser()))
         except (OSError, ValueError, RuntimeError):

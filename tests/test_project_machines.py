@@ -266,3 +266,14 @@ def test_worktrees_beside_a_hidden_bare_repository_are_one_project(tmp_path):
     git(bare, "config", "--unset", "remote.origin.url")
     git(bare, "worktree", "add", "-q", str(tmp_path / "harbor-main"), "main")
     assert pj.identify(tmp_path / "harbor-main").slug == "harbor"
+
+
+def test_a_tilde_user_directory_entry_is_that_users_home(tmp_path):
+    # `~root/src/x=slug` was read as HOME + "root/src/x" whenever HOME was known.
+    user_home = Path(os.path.expanduser("~root"))
+    if not user_home.is_absolute():
+        pytest.skip("no user named root here")
+    here = user_home / "src" / "x"
+    mapping = pj.parse_map("~root/src=mine")
+    assert pj._mapped_by_path(here, mapping, tmp_path) == "mine"
+    assert pj._mapped_by_path(tmp_path / "src", {"~/src": "ours"}, tmp_path) == "ours"
