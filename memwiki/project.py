@@ -183,8 +183,9 @@ def identify(
     home: Path | None = None,
 ) -> Project | None:
     """The project of a directory: config mapping, else origin's repository name, else the
-    main working tree's directory name; None outside any repository and any mapping, and
-    for None (a working directory that no longer exists, see working_directory)."""
+    main working tree's directory name; None outside any repository and any mapping, in a
+    repository of the home folder itself (is_home_repository), and for None (a working
+    directory that no longer exists, see working_directory)."""
     mapping = mapping or {}
     if directory is None:
         return None
@@ -199,15 +200,32 @@ def identify(
     if repo is None:
         return None
     url = remote_url(repo.common_dir, home)
+    by_url = {url_key(k): v for k, v in mapping.items() if not k.startswith(("/", "~"))}
+    if url and url_key(url) in by_url:
+        return Project(by_url[url_key(url)], str(repo.worktree), "config")
+    if is_home_repository(repo.worktree, home):
+        return None
     if url:
-        by_url = {url_key(k): v for k, v in mapping.items() if not k.startswith(("/", "~"))}
-        if url_key(url) in by_url:
-            return Project(by_url[url_key(url)], str(repo.worktree), "config")
         slug = slug_from_url(url)
         if slug:
             return Project(slug, str(repo.worktree), "remote")
     slug = slugify(main_tree_name(repo))
     return Project(slug, str(repo.worktree), "directory") if slug else None
+
+
+def is_home_repository(worktree: Path, home: Path | None) -> bool:
+    """Whether a working tree is the home folder itself: a dotfiles repository, no project.
+
+    With `git init ~` for dotfiles, every folder under HOME outside another repository
+    (~/Downloads, ~/scratch, ~ itself, where agents are often started) was project `ada`,
+    and what a session there taught (personal preferences) was filed under it.
+    """
+    if home is None:
+        return False
+    try:
+        return str(worktree) == os.path.realpath(home)
+    except (OSError, ValueError):
+        return False
 
 
 def is_the_wiki(found: Project | None, wiki_root: str | os.PathLike | None) -> bool:

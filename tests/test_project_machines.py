@@ -277,3 +277,23 @@ def test_a_tilde_user_directory_entry_is_that_users_home(tmp_path):
     mapping = pj.parse_map("~root/src=mine")
     assert pj._mapped_by_path(here, mapping, tmp_path) == "mine"
     assert pj._mapped_by_path(tmp_path / "src", {"~/src": "ours"}, tmp_path) == "ours"
+
+
+def test_a_dotfiles_repository_in_home_is_no_project(tmp_path, run_memwiki):
+    # Found with `git init ~` (dotfiles): ~/Downloads and ~ itself were project `home`,
+    # and a session started in ~ had its personal preferences filed under that project.
+    home = tmp_path / "home"
+    repo(home, "git@github.com:ada/dotfiles.git")
+    (home / "Downloads").mkdir()
+    code = repo(home / "src" / "ledger", "git@github.com:acme/ledger.git")
+    assert pj.identify(home / "Downloads", {}, home) is None
+    assert pj.identify(home, {}, home) is None
+    assert pj.identify(code, {}, home).slug == "ledger"
+    assert pj.identify(home / "Downloads").slug == "dotfiles"  # no HOME known: as before
+    mapping = pj.parse_map("https://github.com/ada/dotfiles=dots")
+    assert pj.identify(home / "Downloads", mapping, home).slug == "dots"  # mapped: kept
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    done = run_memwiki("project", cwd=home / "Downloads", env=env)
+    assert done.returncode == 0 and done.stdout.startswith("no project (a repository of your home")
+    done = run_memwiki("project", "--json", cwd=code, env=env)
+    assert json.loads(done.stdout)["project"] == "ledger"

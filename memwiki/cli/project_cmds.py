@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from .context import config
@@ -33,7 +35,18 @@ def project(
         emit_json(found.to_dict() if found else {"project": None, "root": None, "source": None})
     elif in_wiki:
         print("no project (this is the wiki: its files are memory, not a code project)")
+    elif found is None and _in_home_repository(here, cfg.home):
+        print("no project (a repository of your home folder, such as dotfiles, is none)")
     elif found is None:
         print("no project (not inside a git repository)")
     else:
         print(f"{found.slug}  ({found.source}, {found.root})")
+
+
+def _in_home_repository(directory: str, home: Path | None) -> bool:
+    """Whether a directory lies in a repository of the home folder (why it has no project)."""
+    from ..project import is_home_repository
+    from ..project_git import find_repository
+
+    repo = find_repository(directory)
+    return repo is not None and is_home_repository(repo.worktree, home)
