@@ -110,3 +110,20 @@ def test_a_session_in_the_wiki_itself_stays_global(wiki, isolated_env, tmp_path)
     assert by_id["9b1e6c2a-5d3f-4e71-a0c4-2f8d7e6b1a90"] is None
     state = runstate.load_state(runstate.run_dir(wiki.sidecar, prepared.run_id))
     assert all(s.get("project") is None for s in state.sessions)
+
+
+def test_a_relative_recorded_directory_names_no_project(wiki, isolated_env, tmp_path, monkeypatch):
+    # Found feeding bridge a log whose cwd was a Windows path (a log synced from another
+    # machine): it was resolved against bridge's own directory, and the session was filed
+    # under the project bridge happened to run in.
+    from memwiki.config import load
+
+    here = repo(tmp_path / "where-bridge-runs", "git@github.com:acme/bystander.git")
+    monkeypatch.chdir(here)
+    shop = Path("C:\\\\Users\\\\dev\\\\shop")  # JSON-escaped in the log: C:\\Users\\dev\\shop
+    logs = install(isolated_env, "claude-code", "/home/dev/shop", shop)
+    assert "C:\\Users\\dev\\shop" in {workdirs.head_cwd(p) for p in logs.rglob("*.jsonl")}
+    cfg = load({"wiki": str(wiki.root)})
+    prepared = bridge_prepare(wiki, "claude-code", cfg)
+    assert prepared.sessions
+    assert all(s["project"] is None for s in prepared.sessions)

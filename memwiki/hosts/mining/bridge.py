@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,7 +142,9 @@ def session_project(
     """
     from ...project import code_project, parse_map
 
-    if not sl.cwd:
+    if not sl.cwd or not os.path.isabs(sl.cwd):
+        # A relative path (`.`, a Windows `C:\\work\\shop` in a synced log) would be read
+        # against this process's directory and name the project bridge runs in.
         return None
     found = code_project(sl.cwd, parse_map(config.projects), config.home, wiki_root)
     return {"project": found.slug, "root": found.root, "cwd": sl.cwd} if found else None
