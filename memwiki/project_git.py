@@ -124,7 +124,9 @@ def _config_entries(text: str) -> Iterator[tuple[str, str | None, str, str]]:
 
 
 def _config_text(path: Path) -> str:
-    return _read_head(path, MAX_CONFIG_BYTES) or ""
+    # git skips a UTF-8 byte order mark (a config saved by a Windows editor); read with
+    # it, the first section, often [remote "origin"], was not recognised.
+    return (_read_head(path, MAX_CONFIG_BYTES) or "").removeprefix("\ufeff")
 
 
 def origin_url(common_dir: Path) -> str | None:

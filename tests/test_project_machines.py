@@ -228,8 +228,9 @@ def test_config_headers_in_the_forms_git_accepts(tmp_path):
         ('[remote "origin"] url = git@h:a/one-line.git\n', "git@h:a/one-line.git"),
         ('[Remote "origin"]\n\tURL = git@h:a/cased.git\n', "git@h:a/cased.git"),
         ('[remote "Origin"]\n\turl = git@h:a/not-origin.git\n', None),
+        ('\ufeff[remote "origin"]\n\turl = git@h:a/bom.git\n', "git@h:a/bom.git"),
     ]:
-        config.write_text(text)
+        config.write_text(text, encoding="utf-8")
         done = subprocess.run(
             ["git", "config", "--get", "remote.origin.url"],
             cwd=root, capture_output=True, text=True, timeout=30,
