@@ -6,6 +6,7 @@ from these. Only file reads and stats: this runs on every `retrieve` (docs/guide
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import stat
@@ -106,7 +107,9 @@ def _config_entries(text: str) -> Iterator[tuple[str, str | None, str, str]]:
     in lower case (git compares them so), subsections as written (git compares them
     exactly). The value is as written: _config_value reads the few a caller wants."""
     section, sub = "", None
-    for line in text.splitlines():
+    # Lines split lazily: a config with a section per branch runs to hundreds of KB, and
+    # origin is near its top (git clone writes it first).
+    for line in io.StringIO(text):  # on "\n" as git; a "\r" before it ends in the value
         head = _HEADER.match(line)
         if head:
             section, sub = head.group(1).lower(), head.group(2)

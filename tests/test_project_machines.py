@@ -229,8 +229,9 @@ def test_config_headers_in_the_forms_git_accepts(tmp_path):
         ('[Remote "origin"]\n\tURL = git@h:a/cased.git\n', "git@h:a/cased.git"),
         ('[remote "Origin"]\n\turl = git@h:a/not-origin.git\n', None),
         ('\ufeff[remote "origin"]\n\turl = git@h:a/bom.git\n', "git@h:a/bom.git"),
+        ('[core]\r\n[remote "origin"]\r\n\turl = git@h:a/crlf.git\r\n', "git@h:a/crlf.git"),
     ]:
-        config.write_text(text, encoding="utf-8")
+        config.write_bytes(text.encode("utf-8"))  # byte for byte
         done = subprocess.run(
             ["git", "config", "--get", "remote.origin.url"],
             cwd=root, capture_output=True, text=True, timeout=30,
