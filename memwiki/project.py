@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .project_git import (
+    MAX_PATH_CHARS,
     find_repository,
     main_tree_name,
     redact_url,
@@ -172,7 +173,9 @@ def _mapped_by_path(here: Path, mapping: Mapping[str, str], home: Path | None) -
             base = Path(os.path.realpath(base.expanduser()))
         except (OSError, ValueError, RuntimeError):
             continue
-        if (here == base or base in here.parents) and (best is None or len(base.parts) > best[0]):
+        # A prefix test on the text: `base in here.parents` built every parent of here.
+        inside = str(here) == str(base) or str(here).startswith(str(base).rstrip("/") + "/")
+        if inside and (best is None or len(base.parts) > best[0]):
             best = (len(base.parts), slug)
     return best[1] if best else None
 
@@ -187,7 +190,7 @@ def identify(
     repository of the home folder itself (is_home_repository), and for None (a working
     directory that no longer exists, see working_directory)."""
     mapping = mapping or {}
-    if directory is None:
+    if directory is None or len(os.fspath(directory)) > MAX_PATH_CHARS:
         return None
     try:
         here = Path(os.path.realpath(directory))

@@ -17,6 +17,9 @@ from pathlib import Path
 # Bound on the upward walk: more parts than a Linux path can have (PATH_MAX 4096 allows
 # 2048). It was 256, and a repository 300 folders above the directory was not found.
 MAX_DEPTH = 4096
+# A directory path longer than this is no real working directory (Linux calls refuse paths
+# over 4096 bytes; deeper trees are reached only step by step): no project, at once.
+MAX_PATH_CHARS = 1 << 16
 # `[remote "origin"]`, `[url "git@github.com:"]`, or the old `[remote.origin]`; a comment may follow.
 _HEADER = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\](.*)$')
 _KEY_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9-]*)\s*=(.*)$")
@@ -74,30 +77,48 @@ def _common_dir(git_dir: Path) -> Path:
     return common if common.is_absolute() else (git_dir / common)
 
 
+def _upward(here: str) -> Iterator[str]:
+    """here and its parents, nearest first, at most MAX_DEPTH of them, as text.
+
+    `[here, *here.parents]` built every parent before the first look, and a Path per
+    parent costs time in its length: 3 s for a 20,000-part `cwd` in a host log (a broken
+    or hostile log); bridge would take hours over a megabyte of one.
+    """
+    for _ in range(MAX_DEPTH):
+        yield here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return
+        here = parent
+
+
 def find_repository(directory: str | os.PathLike, resolved: bool = False) -> Repository | None:
     """The repository a directory lies in (walking up to the first `.git`), or None.
 
     resolved: the directory is already a real path (symlinks resolved), as identify's is.
     """
     try:
-        here = Path(directory if resolved else os.path.realpath(directory))
-    except (OSError, ValueError):
+        here = os.fspath(directory)
+        if len(here) > MAX_PATH_CHARS:
+            return None
+        here = here if resolved else os.path.realpath(here)
+    except (OSError, ValueError, TypeError):
         return None
-    for candidate in [here, *here.parents][:MAX_DEPTH]:
-        dot_git = candidate / ".git"
+    for candidate in _upward(here):
+        dot_git = os.path.join(candidate, ".git")
         try:
-            if dot_git.is_dir():
-                if (dot_git / "HEAD").exists():
-                    return Repository(candidate, dot_git, _common_dir(dot_git))
+            if os.path.isdir(dot_git):
+                if os.path.exists(os.path.join(dot_git, "HEAD")):
+                    git_dir = Path(dot_git)
+                    return Repository(Path(candidate), git_dir, _common_dir(git_dir))
                 continue
-            if dot_git.is_file():
-                git_dir = _read_gitfile(dot_git)
-                if git_dir is not None and (git_dir / "HEAD").exists():
-                    git_dir = Path(os.path.realpath(git_dir))
-                    return Repository(
-                        candidate, git_dir, Path(os.path.realpath(_common_dir(git_dir)))
-                    )
-        except OSError:
+            if os.path.isfile(dot_git):
+                pointed = _read_gitfile(Path(dot_git))
+                if pointed is not None and (pointed / "HEAD").exists():
+                    pointed = Path(os.path.realpath(pointed))
+                    common = Path(os.path.realpath(_common_dir(pointed)))
+                    return Repository(Path(candidate), pointed, common)
+        except (OSError, ValueError):
             continue
     return None
 

@@ -299,3 +299,21 @@ def test_a_dotfiles_repository_in_home_is_no_project(tmp_path, run_memwiki):
     assert done.returncode == 0 and done.stdout.startswith("no project (a repository of your home")
     done = run_memwiki("project", "--json", cwd=code, env=env)
     assert json.loads(done.stdout)["project"] == "ledger"
+
+
+def test_an_absurdly_long_directory_in_a_log_costs_little(tmp_path):
+    # Found feeding identify the `cwd` of a broken host log: the upward walk built every
+    # parent first, quadratic in the depth (20,000 parts: 3.2 s; a megabyte: hours).
+    code = (
+        "import sys, time; from memwiki.project import identify\n"
+        "t = time.perf_counter()\n"
+        "for n in (25_000, 500_000):\n"
+        "    assert identify('/a' * n, {'/a/a/b': 'x'}) is None\n"
+        "print(round(time.perf_counter() - t, 3))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(pj.__file__).parent.parent)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout) < 3.0  # 0.15 s here; the quadratic walk took minutes
