@@ -33,7 +33,7 @@ def repo(path: Path, origin: str | None = None) -> Path:
     return path
 
 
-def in_gone_directory(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
+def in_gone_directory(tmp_path: Path, *argv: str, stdin: str = "") -> subprocess.CompletedProcess:
     """`memwiki ARGV` run from a working directory deleted before it starts (as by `rm -r`
     in another shell)."""
     gone = tmp_path / "repo" / "gone"
@@ -45,7 +45,9 @@ def in_gone_directory(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess
         env["PYTHONPATH"] = os.pathsep.join(
             os.path.abspath(p) for p in env["PYTHONPATH"].split(os.pathsep) if p
         )
-    return subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=60, env=env)
+    return subprocess.run(
+        ["sh", "-c", script], input=stdin, capture_output=True, text=True, timeout=60, env=env
+    )
 
 
 def test_an_inline_comment_after_the_origin_url_is_not_part_of_the_name(tmp_path):
@@ -96,6 +98,14 @@ def test_a_deleted_working_directory_has_no_project_and_crashes_nothing(tmp_path
     done = in_gone_directory(tmp_path, *wiki, "retrieve", "--json", "x")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["index"]["project"] is None
+    # The prompt hook with no cwd in its payload used the process's: it failed open, and
+    # the prompt went out without memory.
+    note = "---\nname: deploy\ndescription: how we deploy\n---\n# Deploy\nRun make ship.\n"
+    (tmp_path / "wiki" / "memory" / "deploy.md").write_text(note)
+    prompt = json.dumps({"prompt": "how do we deploy", "hook_event_name": "UserPromptSubmit"})
+    done = in_gone_directory(tmp_path, *wiki, "hook", "claude-code", stdin=prompt)
+    assert done.returncode == 0, done.stderr
+    assert "make ship" in json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     payload = tmp_path / "s1.json"
     payload.write_text("{}")
     argv = [*wiki, "memorize", "prepare", str(payload), "--project", "auto"]
