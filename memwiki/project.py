@@ -4,9 +4,9 @@ names (the Resources section of a project file, `project/<slug>.md`, is project_
 The project of a directory is the repository it lies in: the repository name of its git
 `origin` remote (`git@github.com:acme/ledger.git` -> `ledger`), else the directory name of
 the repository's main working tree. Subdirectories and linked worktrees of one repository
-are one project. Discovery reads `.git` and the repository's `config` file directly instead
-of importing pygit2: it runs on the `retrieve` hot path, where pygit2's import costs tens of
-milliseconds and this costs a few stat calls (docs/guide.md, "Projects").
+are one project. Discovery (project_git.py) reads `.git` and the repository's `config` file
+directly instead of importing pygit2: it runs on the `retrieve` hot path, where pygit2's
+import costs tens of milliseconds and this costs a few stat calls (docs/guide.md, "Projects").
 """
 
 from __future__ import annotations
@@ -17,14 +17,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from .project_git import (
+    MAX_PATH_CHARS,
+    find_repository,
+    main_tree_name,
+    redact_url,
+    remote_url,
+    url_key,
+)
+
 SOURCES = ("remote", "directory", "config")
 SLUG_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 MAX_SLUG = 80
 PUNYCODE_PREFIX = "xn-"  # a slug for a name with no ASCII letters (slugify)
-MAX_DEPTH = 256  # bound on the upward walk (a path has far fewer parts in practice)
-_REMOTE_HEADER = re.compile(r'^\s*\[\s*remote\s+"origin"\s*\]\s*$', re.IGNORECASE)
-_SECTION = re.compile(r"^\s*\[")
-_URL_LINE = re.compile(r"^\s*url\s*=\s*(.*?)\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -32,21 +37,12 @@ class Project:
     """The project a directory belongs to."""
 
     slug: str
-    root: str  # the working tree the directory is in (repo-relative paths start here)
+    root: str  # the working tree (a real path) the directory is in; repo-relative paths start here
     source: str  # remote | directory | config
 
     def to_dict(self) -> dict:
         """JSON form (the `memwiki project --json` schema)."""
         return {"project": self.slug, "root": self.root, "source": self.source}
-
-
-@dataclass(frozen=True)
-class Repository:
-    """Where a directory's repository lives: its working tree and its (common) git dir."""
-
-    worktree: Path
-    git_dir: Path  # the per-worktree git dir (`.git`, or `.git/worktrees/<name>`)
-    common_dir: Path  # holds `config`, shared by all worktrees
 
 
 def slugify(text: str) -> str | None:
@@ -120,82 +116,12 @@ def slug_from_url(url: str) -> str | None:
     return slugify(tail)
 
 
-def _read_gitfile(path: Path) -> Path | None:
-    """The git dir a `.git` file points to (linked worktrees, submodules)."""
+def working_directory() -> str | None:
+    """The process's current directory, or None when it has been deleted under it."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return os.getcwd()
+    except OSError:  # FileNotFoundError: the folder was removed (a branch switch, rm -r)
         return None
-    first = text.splitlines()[0] if text else ""
-    if not first.startswith("gitdir:"):
-        return None
-    target = Path(first[len("gitdir:") :].strip())
-    return target if target.is_absolute() else (path.parent / target)
-
-
-def _common_dir(git_dir: Path) -> Path:
-    try:
-        text = (git_dir / "commondir").read_text(encoding="utf-8").strip()
-    except OSError:
-        return git_dir
-    common = Path(text)
-    return common if common.is_absolute() else (git_dir / common)
-
-
-def find_repository(directory: str | os.PathLike) -> Repository | None:
-    """The repository a directory lies in (walking up to the first `.git`), or None."""
-    try:
-        here = Path(os.path.realpath(directory))
-    except (OSError, ValueError):
-        return None
-    for candidate in [here, *here.parents][:MAX_DEPTH]:
-        dot_git = candidate / ".git"
-        try:
-            if dot_git.is_dir():
-                if (dot_git / "HEAD").exists():
-                    return Repository(candidate, dot_git, _common_dir(dot_git))
-                continue
-            if dot_git.is_file():
-                git_dir = _read_gitfile(dot_git)
-                if git_dir is not None and (git_dir / "HEAD").exists():
-                    git_dir = Path(os.path.realpath(git_dir))
-                    return Repository(
-                        candidate, git_dir, Path(os.path.realpath(_common_dir(git_dir)))
-                    )
-        except OSError:
-            continue
-    return None
-
-
-def origin_url(common_dir: Path) -> str | None:
-    """The `url` of `[remote "origin"]` in a repository's config file, or None."""
-    try:
-        text = (common_dir / "config").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    inside = False
-    for line in text.splitlines():
-        if _SECTION.match(line):
-            inside = bool(_REMOTE_HEADER.match(line))
-            continue
-        if inside:
-            m = _URL_LINE.match(line)
-            if m:
-                value = m.group(1)
-                if len(value) >= 2 and value[0] == value[-1] == '"':
-                    value = value[1:-1]
-                return value
-    return None
-
-
-def main_tree_name(repo: Repository) -> str:
-    """The directory name of the main working tree (a linked worktree's too)."""
-    common = repo.common_dir
-    if common.name == ".git":
-        return common.parent.name
-    if repo.git_dir == repo.common_dir:
-        return repo.worktree.name
-    return common.name  # a bare repository with linked worktrees: `ledger.git`
 
 
 def parse_map(text: str | None, strict: bool = False) -> dict[str, str]:
@@ -218,7 +144,8 @@ def parse_map(text: str | None, strict: bool = False) -> dict[str, str]:
         elif strict:
             from .errors import InvalidInput
 
-            raise InvalidInput(f"projects: {entry.strip()!r}: {problem}")
+            # A URL entry may carry a token (https://user:token@host/...): never echo it.
+            raise InvalidInput(f"projects: {redact_url(entry.strip())!r}: {problem}")
     return out
 
 
@@ -233,48 +160,55 @@ def _map_entry_problem(key: str, slug: str) -> str | None:
     return None
 
 
-def _norm_url(url: str) -> str:
-    return url.strip().rstrip("/").removesuffix(".git").lower()
-
-
 def _mapped_by_path(here: Path, mapping: Mapping[str, str], home: Path | None) -> str | None:
     best: tuple[int, str] | None = None
     for key, slug in mapping.items():
         if not (key.startswith("/") or key.startswith("~")):
             continue
-        base = Path(str(home) + key[1:]) if key.startswith("~") and home else Path(key)
+        # `~` and `~/...` are this configuration's HOME; `~ada/src` is ada's home, as in a
+        # shell (it was read as HOME + "ada/src" and matched no directory).
+        mine = key == "~" or key.startswith("~/")
+        base = Path(str(home) + key[1:]) if mine and home else Path(key)
         try:
             base = Path(os.path.realpath(base.expanduser()))
         except (OSError, ValueError, RuntimeError):
             continue
-        if (here == base or base in here.parents) and (best is None or len(base.parts) > best[0]):
+        # A prefix test on the text: `base in here.parents` built every parent of here.
+        inside = str(here) == str(base) or str(here).startswith(str(base).rstrip("/") + "/")
+        if inside and (best is None or len(base.parts) > best[0]):
             best = (len(base.parts), slug)
     return best[1] if best else None
 
 
 def identify(
-    directory: str | os.PathLike,
+    directory: str | os.PathLike | None,
     mapping: Mapping[str, str] | None = None,
     home: Path | None = None,
 ) -> Project | None:
     """The project of a directory: config mapping, else origin's repository name, else the
-    main working tree's directory name; None outside any repository and any mapping."""
+    main working tree's directory name; None outside any repository and any mapping, in a
+    repository of the home folder itself (is_home_repository), and for None (a working
+    directory that no longer exists, see working_directory)."""
     mapping = mapping or {}
+    if directory is None or len(os.fspath(directory)) > MAX_PATH_CHARS:
+        return None
     try:
         here = Path(os.path.realpath(directory))
     except (OSError, ValueError):
         return None
-    repo = find_repository(here)
+    repo = find_repository(here, resolved=True)
     mapped = _mapped_by_path(here, mapping, home)
     if mapped:
         return Project(mapped, str(repo.worktree if repo else here), "config")
     if repo is None:
         return None
-    url = origin_url(repo.common_dir)
+    url = remote_url(repo.common_dir, home)
+    by_url = {url_key(k): v for k, v in mapping.items() if not k.startswith(("/", "~"))}
+    if url and url_key(url) in by_url:
+        return Project(by_url[url_key(url)], str(repo.worktree), "config")
+    if is_home_repository(repo.worktree, home):
+        return None
     if url:
-        by_url = {_norm_url(k): v for k, v in mapping.items() if not k.startswith(("/", "~"))}
-        if _norm_url(url) in by_url:
-            return Project(by_url[_norm_url(url)], str(repo.worktree), "config")
         slug = slug_from_url(url)
         if slug:
             return Project(slug, str(repo.worktree), "remote")
@@ -282,9 +216,52 @@ def identify(
     return Project(slug, str(repo.worktree), "directory") if slug else None
 
 
+def is_home_repository(worktree: Path, home: Path | None) -> bool:
+    """Whether a working tree is the home folder itself: a dotfiles repository, no project.
+
+    With `git init ~` for dotfiles, every folder under HOME outside another repository
+    (~/Downloads, ~/scratch, ~ itself, where agents are often started) was project `ada`,
+    and what a session there taught (personal preferences) was filed under it.
+    """
+    if home is None:
+        return False
+    try:
+        return str(worktree) == os.path.realpath(home)
+    except (OSError, ValueError):
+        return False
+
+
+def is_the_wiki(found: Project | None, wiki_root: str | os.PathLike | None) -> bool:
+    """Whether a found project is the wiki's own repository, which is no code project.
+
+    A `projects` entry naming the wiki's folder is kept: that is someone's choice.
+    """
+    if found is None or wiki_root is None or found.source == "config":
+        return False
+    try:  # found.root is a real path already (identify resolves the directory)
+        return found.root == os.path.realpath(wiki_root)
+    except (OSError, ValueError):
+        return False
+
+
+def code_project(
+    directory: str | os.PathLike | None,
+    mapping: Mapping[str, str] | None = None,
+    home: Path | None = None,
+    wiki_root: str | os.PathLike | None = None,
+) -> Project | None:
+    """identify, except that the wiki's own repository is no project (is_the_wiki).
+
+    What memorize and bridge record: a session run inside the wiki (editing memory) tagged
+    what it learnt with the wiki folder's name, a project no code directory has.
+    """
+    found = identify(directory, mapping, home)
+    return None if is_the_wiki(found, wiki_root) else found
+
+
 def scope(
     option: str | None,
-    directory: str | os.PathLike,
+    directory: str | os.PathLike | None,
     mapping: Mapping[str, str] | None = None,
     home: Path | None = None,
     wiki_root: str | os.PathLike | None = None,
@@ -300,13 +277,8 @@ def scope(
     if value == "all":
         return None
     if value == "auto":
-        found = identify(directory, mapping, home)
-        if found is None:
-            return None
-        in_wiki = wiki_root is not None and os.path.realpath(found.root) == os.path.realpath(
-            wiki_root
-        )
-        return None if in_wiki and found.source != "config" else found.slug
+        found = code_project(directory, mapping, home, wiki_root)
+        return found.slug if found else None
     if not _is_slug(value):
         raise InvalidInput(f"--project {value!r}: use auto, all or a project slug like billing-api")
     return value

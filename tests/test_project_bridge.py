@@ -96,3 +96,34 @@ def test_claude_code_sessions_outside_a_repository_stay_global(wiki, isolated_en
     assert by_id["9b1e6c2a-5d3f-4e71-a0c4-2f8d7e6b1a90"] == "shop"
     # /home/dev/api does not exist here: no repository, global memory.
     assert by_id["1c0ffee0-aaaa-4bbb-8ccc-000000000002"] is None
+
+
+def test_a_session_in_the_wiki_itself_stays_global(wiki, isolated_env, tmp_path):
+    # A session run in the wiki folder (editing memory with an agent) was recorded as work
+    # in a project named after the wiki folder, and its notes were tagged with it.
+    from memwiki.config import load
+
+    install(isolated_env, "claude-code", "/home/dev/shop", wiki.root / "memory")
+    cfg = load({"wiki": str(wiki.root)})
+    prepared = bridge_prepare(wiki, "claude-code", cfg)
+    by_id = {s["session_id"]: s["project"] for s in prepared.sessions}
+    assert by_id["9b1e6c2a-5d3f-4e71-a0c4-2f8d7e6b1a90"] is None
+    state = runstate.load_state(runstate.run_dir(wiki.sidecar, prepared.run_id))
+    assert all(s.get("project") is None for s in state.sessions)
+
+
+def test_a_relative_recorded_directory_names_no_project(wiki, isolated_env, tmp_path, monkeypatch):
+    # Found feeding bridge a log whose cwd was a Windows path (a log synced from another
+    # machine): it was resolved against bridge's own directory, and the session was filed
+    # under the project bridge happened to run in.
+    from memwiki.config import load
+
+    here = repo(tmp_path / "where-bridge-runs", "git@github.com:acme/bystander.git")
+    monkeypatch.chdir(here)
+    shop = Path("C:\\\\Users\\\\dev\\\\shop")  # JSON-escaped in the log: C:\\Users\\dev\\shop
+    logs = install(isolated_env, "claude-code", "/home/dev/shop", shop)
+    assert "C:\\Users\\dev\\shop" in {workdirs.head_cwd(p) for p in logs.rglob("*.jsonl")}
+    cfg = load({"wiki": str(wiki.root)})
+    prepared = bridge_prepare(wiki, "claude-code", cfg)
+    assert prepared.sessions
+    assert all(s["project"] is None for s in prepared.sessions)

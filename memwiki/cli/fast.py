@@ -73,11 +73,10 @@ def run_retrieve(
     answer is ready that many milliseconds after the process started, from BM25 alone
     if the vectors are not.
     """
-    import os
 
     from ..config import load
     from ..errors import InvalidInput
-    from ..project import parse_map, scope
+    from ..project import parse_map, scope, working_directory
     from ..wiki import Wiki
 
     if as_json and files:
@@ -100,7 +99,8 @@ def run_retrieve(
 
     check_limits(k, budget, ("-k", "--budget"))  # in the flags' words, not the library's
     mapping = parse_map(config.projects, strict=True)
-    preferred = scope(project, cwd or os.getcwd(), mapping, config.home, wiki.root)
+    # A deleted working directory has no project: the answer is unscoped, not a crash.
+    preferred = scope(project, cwd or working_directory(), mapping, config.home, wiki.root)
     result = wiki.retrieve(
         query,
         k=k,

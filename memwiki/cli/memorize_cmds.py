@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 import typer
@@ -53,15 +52,23 @@ def _session_project(project: str | None, root: str | None) -> tuple[str | None,
     """--project/--root: `auto` is this directory's project; the root defaults to this
     directory's repository when it is that project."""
     from ..errors import InvalidInput
-    from ..project import identify, parse_map
+    from ..project import identify, is_the_wiki, parse_map, working_directory
 
     if project is None:
         if root is not None:
             raise InvalidInput("--root needs --project")
         return None, None
     cfg = config()
-    here = identify(root or os.getcwd(), parse_map(cfg.projects, strict=True), cfg.home)
+    where = root or working_directory()
+    mapping = parse_map(cfg.projects, strict=True)
+    here = identify(where, mapping, cfg.home)
+    if is_the_wiki(here, cfg.wiki_path):
+        here = None  # the wiki's own folder is memory, not a code project
+        if project == "auto":
+            raise InvalidInput("--project auto: this directory is the wiki, not a code project")
     if project == "auto":
+        if where is None:
+            raise InvalidInput("--project auto: the current directory no longer exists")
         if here is None:
             raise InvalidInput("--project auto: this directory is not inside a git repository")
         return here.slug, here.root

@@ -176,15 +176,14 @@ def retrieve_for(
     """
 
     def retrieve(prompt: str, cwd: str | None = None) -> str:
-        import os
 
-        from ...project import parse_map, scope
+        from ...project import parse_map, scope, working_directory
         from ...wiki import Wiki
 
         wiki = Wiki.open(config.wiki_path, config)
         # The payload's cwd is the session's project; the hook's own cwd is only a fallback.
         mapping = parse_map(config.projects)
-        project = scope("auto", cwd or os.getcwd(), mapping, config.home, wiki.root)
+        project = scope("auto", cwd or working_directory(), mapping, config.home, wiki.root)
         result = wiki.retrieve(
             hook_query(prompt),
             notify=lambda _msg: None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,13 +133,20 @@ def _summary(sl: SessionSlice, project: dict[str, Any] | None = None) -> dict[st
     }
 
 
-def session_project(sl: SessionSlice, config: Config) -> dict[str, Any] | None:
-    """The project a slice's session worked in, from its working directory (or None)."""
-    from ...project import identify, parse_map
+def session_project(
+    sl: SessionSlice, config: Config, wiki_root: Path | None = None
+) -> dict[str, Any] | None:
+    """The project a slice's session worked in, from its working directory (or None).
 
-    if not sl.cwd:
+    A session in the wiki itself (editing memory) worked in no code project.
+    """
+    from ...project import code_project, parse_map
+
+    if not sl.cwd or not os.path.isabs(sl.cwd):
+        # A relative path (`.`, a Windows `C:\\work\\shop` in a synced log) would be read
+        # against this process's directory and name the project bridge runs in.
         return None
-    found = identify(sl.cwd, parse_map(config.projects), config.home)
+    found = code_project(sl.cwd, parse_map(config.projects), config.home, wiki_root)
     return {"project": found.slug, "root": found.root, "cwd": sl.cwd} if found else None
 
 
@@ -239,7 +247,7 @@ def bridge_prepare(
                 host, True, advanced=advanced, claimed=self_ids, warnings=warnings
             )
         sessions = [to_session(host, sl) for sl in chosen]
-        projects = [session_project(sl, config) for sl in chosen]
+        projects = [session_project(sl, config, wiki.root) for sl in chosen]
         summaries = [_summary(sl, p) for sl, p in zip(chosen, projects, strict=True)]
         run_id = runstate.new_run_id()
         pending = advance_cursor(state, slices)
