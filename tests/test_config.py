@@ -142,6 +142,18 @@ def test_config_show_prints_the_wiki_a_command_opens(cli, isolated_env, monkeypa
     assert json.loads(out)["settings"]["wiki"]["value"] == str(isolated_env / "mine")
 
 
+def test_config_show_prints_no_secret(cli, isolated_env, monkeypatch):
+    """An agent running `config show` put MEMWIKI_GIT_TOKEN, and a projects URL's
+    user:token@, into its transcript: both were printed whole."""
+    monkeypatch.setenv("MEMWIKI_GIT_TOKEN", "ghp_Secret0123456789")
+    monkeypatch.setenv("MEMWIKI_PROJECTS", "https://bob:tok999@github.com/org/repo=shop")
+    for args in ((), ("--json",)):
+        code, out, err = cli("config", "show", *args)
+        assert (code, err) == (0, "")
+        assert "ghp_Secret0123456789" not in out and "tok999" not in out
+        assert "*** (20 characters)" in out and "https://***@github.com/org/repo=shop" in out
+
+
 def test_invalid_config_in_the_real_cli(run_memwiki, isolated_env) -> None:
     write_config(isolated_env / ".config", "wiki = \n")
     done = run_memwiki("config", "show")
