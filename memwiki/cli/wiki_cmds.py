@@ -278,11 +278,14 @@ def _print_plain(rows: list[tuple[str, ...]], width: int) -> bool:
     Widths are terminal cells as rich counts them (a CJK character takes two): a vault's
     accented or CJK names once sent every `list` to rich, 1.8 s at 5,000 notes.
     """
-    from rich.cells import cell_len  # rich's own measure; the module is small
-
     if any("[" in c or not c.isprintable() for r in rows for c in r):
         return False
-    cells = [[cell_len(c) for c in r] for r in rows]
+    if all(c.isascii() for r in rows for c in r):
+        cells = [[len(c) for c in r] for r in rows]  # rich is not imported at all
+    else:
+        from rich.cells import cell_len  # rich's own measure (a CJK character is two cells)
+
+        cells = [[cell_len(c) for c in r] for r in rows]
     widths = [max(r[i] for r in cells) for i in range(len(rows[0]))]
     if sum(widths) + 2 * (len(widths) - 1) > width:
         return False
