@@ -212,6 +212,9 @@ def add(
 PAGE = 100_000  # files per list_recall_files call when `memwiki list` shows them all
 
 
+SKIPPED_SHOWN = 20  # `list`'s lines on files it skips; `lint` names every one
+
+
 def list_(
     track: str = typer.Option(None, "--track", help="Only this track."),
     limit: int = typer.Option(None, "--limit", "-n", help="One page of at most N files."),
@@ -232,8 +235,13 @@ def list_(
         page = wiki.list_recall_files(track=track, cursor=page.next_cursor, limit=PAGE)
         items.extend(page.items)
         skipped.extend(p for p in page.skipped if p not in skipped)
-    for problem in skipped:
+    # A vault of notes made without memwiki can hold hundreds (the vault audit's: ~900 lines
+    # on every `list`); lint names every one, --json lists them all.
+    for problem in skipped[:SKIPPED_SHOWN]:
         warn(f"skipped {problem}")
+    if len(skipped) > SKIPPED_SHOWN:
+        more = len(skipped) - SKIPPED_SHOWN
+        warn(f"skipped {more} more file{'s' * (more != 1)} (`memwiki lint` names every one)")
     if as_json:
         emit_json(
             {
