@@ -173,6 +173,7 @@ def test_short_values_that_are_code_or_prose_are_left_alone(text):
         "exit code: 1234",
         "we pin 2024 as the base year",  # the verb
         "pin 1024 threads to the first socket",
+        "Der Code ist 1234 Zeilen lang",
     ],
 )  # fmt: skip
 def test_sentences_about_passwords_and_digits_that_are_not_pins_are_left_alone(text):
@@ -194,6 +195,9 @@ def test_sentences_about_passwords_and_digits_that_are_not_pins_are_left_alone(t
         ("PIN 4821", "4821"),
         ("my pin is 4821", "4821"),
         ("pin code 1234", "1234"),
+        ("Die PIN ist 4821", "4821"),  # in the languages the password rule reads
+        ("le code PIN est 4821", "4821"),
+        ("el PIN es 4821", "4821"),
         ("the password was reset2day123", "reset2day123"),
         ("the password was Reset2day", "Reset2day"),
         # Kept as secrets: `reset2day` reads as texting for "reset today", but the same

@@ -208,6 +208,10 @@ _LETTER_AND_DIGIT = re.compile(r"(?=.*[A-Za-z])(?=.*[0-9])")
 _ALGORITHM = re.compile(r"(?i)(?:sha|md|crc|blake|argon|pbkdf|aes|rsa|ed|utf|base|rot|v)-?\d+\w*")
 
 
+# "is" in the languages the password rule reads (`Die PIN ist 4821`, `le code PIN est 4821`)
+_PIN_VERBS = r"is|was|will be|ist|lautet|war|est|es|era|é|är|er|jest|je"
+
+
 def _prose_password(value: str, m: re.Match[str]) -> bool:
     """`the token is Zx9!kLm2`; after `password` itself a digit among letters is enough."""
     if passwordish(value):
@@ -294,8 +298,8 @@ _CLASS_RULES = [
     # Quotes may be escaped: JSON carried inside a JSON string.
     _rx(r"(?:(?:(?i:\b(?:pin[ -]?(?:code|number)|pass[ -]?code|(?:door|gate|alarm|lock|safe"
         r"|keypad|garage|entry|unlock|access|security)[ -]?code))|\bPIN)\\?[\"']?"
-        r"(?:\s*[:=]\s*|\s+(?:(?i:is|was|will be)\s*:?\s+)?)"
-        r"|(?i:\bpin)\\?[\"']?(?:\s*[:=]\s*|\s+(?i:is|was|will be)\s*:?\s+))"
+        r"(?:\s*[:=]\s*|\s+(?:(?i:" + _PIN_VERBS + r")\s*:?\s+)?)"
+        r"|(?i:\bpin)\\?[\"']?(?:\s*[:=]\s*|\s+(?i:" + _PIN_VERBS + r")\s*:?\s+))"
         r"\\?[`'\"]?([0-9]{4,10})(?![\w-]|[.,:/][0-9])", "pin", 1, None, ("pin", "code")),
     # the same in other languages: `Das Passwort ist …`, `密码是…`, `пароль: …`
     _rx(r"(?i:" + _PASSWORD_WORDS + r")(?:\s*[:：=]\s*|\s+(?:ist|lautet|war|est|es|era|é|är|er"
