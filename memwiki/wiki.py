@@ -120,7 +120,13 @@ class Wiki:
         Wiki(path) over a plain folder, made .memwiki/ and memory/ there without a word.
         """
         _require_wiki(self.root)
-        return FileLock(self.sidecar / "wiki.lock", timeout=60)
+
+        def waiting() -> None:  # as the index lock says it: up to 60 s waited in silence
+            from .index.indexer import print_to_stderr  # imported only if it ever waits
+
+            print_to_stderr("waiting for another memwiki process that is writing to the wiki")
+
+        return FileLock(self.sidecar / "wiki.lock", timeout=60, on_wait=waiting)
 
     # ----------------------------------------------------------- reading
 

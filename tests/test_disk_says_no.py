@@ -269,3 +269,45 @@ def test_reindex_says_what_it_waits_for(indexed):
     assert line == "memwiki: waiting for another memwiki process that is updating the index\n"
     assert said_after < 5.5  # while the lock was still held
     assert proc.returncode == 0 and err == "" and "index updated" in out
+
+
+def test_add_says_what_it_waits_for(indexed):
+    """Bug: behind another process holding the wiki's write lock, `add` sat silent for up to
+    its 60 s (the library's Wiki had no way to say so; the index lock already said it)."""
+    import threading
+    import time
+
+    from memwiki.lock import FileLock
+
+    env = {**os.environ, "MEMWIKI_EMBED": "hash", "PYTHONPATH": str(REPO)}
+    held = FileLock(indexed / ".memwiki/wiki.lock").acquire()
+    letgo = threading.Timer(6.0, held.release)  # without the note: no line, so let go in 6 s
+    letgo.start()
+    began = time.monotonic()
+    argv = [
+        sys.executable,
+        "-m",
+        "memwiki",
+        "-w",
+        str(indexed),
+        "add",
+        "memory",
+        "waits",
+        "-d",
+        "x",
+    ]
+    proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert proc.stdin is not None and proc.stderr is not None
+    proc.stdin.write("body\n")
+    proc.stdin.close()
+    line = proc.stderr.readline()
+    said_after = time.monotonic() - began
+    letgo.cancel()
+    held.release()
+    assert proc.wait(timeout=60) == 0
+    assert proc.stdout is not None
+    out, err = proc.stdout.read(), proc.stderr.read()
+    assert line == "memwiki: waiting for another memwiki process that is writing to the wiki\n"
+    assert said_after < 5.5  # while the lock was still held
+    assert err == "" and "memory/waits.md" in out
