@@ -182,15 +182,7 @@ class Stress:
     def _kill(self, op: Op) -> None:
         op.killed = True
         self.counts["killed"] = self.counts.get("killed", 0) + 1
-        # A closed terminal kills the group (a retrieve's forked writer too), the OOM
-        # killer one process.
-        try:
-            if self.rng.random() < 0.5:
-                os.killpg(op.proc.pid, signal.SIGKILL)
-            else:
-                op.proc.kill()
-        except ProcessLookupError:
-            pass
+        kill_like_life(op.proc, self.rng)
 
     def _finish(self, op: Op) -> None:
         out, err = op.proc.communicate(timeout=120)
@@ -248,6 +240,18 @@ class Stress:
             if not running:
                 return
             time.sleep(0.01)
+
+
+def kill_like_life(proc: subprocess.Popen, rng: random.Random) -> None:
+    """SIGKILL as it comes: a closed terminal kills the group (a retrieve's forked writer
+    too), the OOM killer one process."""
+    try:
+        if rng.random() < 0.5:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+    except ProcessLookupError:
+        pass
 
 
 def _spawn(argv: list[str], cwd: Path, feed: Path, stdin: bytes) -> subprocess.Popen:

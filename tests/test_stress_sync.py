@@ -37,6 +37,7 @@ from test_stress_kill import (
     _spawn,
     _text,
     _token,
+    kill_like_life,
 )
 from test_stress_kill import _memwiki as stress_memwiki
 
@@ -231,13 +232,7 @@ class Storm:
     def _kill(self, op: Op) -> None:
         op.killed = True
         self._count("killed")
-        try:  # a closed terminal kills the group, the OOM killer one process
-            if self.rng.random() < 0.5:
-                os.killpg(op.proc.pid, signal.SIGKILL)
-            else:
-                op.proc.kill()
-        except ProcessLookupError:
-            pass
+        kill_like_life(op.proc, self.rng)
 
     def finish(self, op: Op) -> None:
         out, err = op.proc.communicate(timeout=OP_LIMIT_S)
