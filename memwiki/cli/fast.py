@@ -1,9 +1,9 @@
 """`memwiki retrieve` without Typer: the agent hot path, run as a cold process before every answer.
 
-Importing Typer costs about 35 ms (and its option conversion imported pydantic, another
-70 ms, before cli/coercion.py); this module parses the same options with argparse. `--help` and usage errors
-still go through Typer, so the documented interface and the way a mistake is reported
-stay in one place (index_cmds.retrieve, app.run).
+Importing Typer costs about 35 ms (its option conversion imported pydantic, another 70 ms,
+before cli/coercion.py); this module parses the same options with argparse. `--help` and
+usage errors still go through Typer, so the documented interface and the way a mistake is
+reported stay in one place (index_cmds.retrieve, app.run).
 Both parsers take the global options from argv.scan_globals and the defaults from
 argv.RETRIEVE, and tests check that they agree.
 """
@@ -73,7 +73,6 @@ def run_retrieve(
     answer is ready that many milliseconds after the process started, from BM25 alone
     if the vectors are not.
     """
-
     from ..config import load
     from ..errors import InvalidInput
     from ..project import parse_map, scope, working_directory

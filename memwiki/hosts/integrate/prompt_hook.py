@@ -176,7 +176,6 @@ def retrieve_for(
     """
 
     def retrieve(prompt: str, cwd: str | None = None) -> str:
-
         from ...project import parse_map, scope, working_directory
         from ...wiki import Wiki
 
