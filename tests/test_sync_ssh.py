@@ -388,6 +388,8 @@ def test_transport_and_redaction():
     assert transport("./relative/wiki.git") == "local"
     assert host_of("git@github.com:me/wiki.git") == "github.com"
     assert redact("https://me:secret@example.com/w.git") == "https://me:***@example.com/w.git"
+    assert redact("https://ghp_Tok3n@github.com/me/w.git") == "https://***@github.com/me/w.git"
+    assert redact("ssh://git@example.com:22/w.git") == "ssh://git@example.com:22/w.git"
 
 
 def test_a_passphrase_key_is_skipped_with_a_reason(

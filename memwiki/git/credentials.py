@@ -60,9 +60,14 @@ def redact(url: str) -> str:
     if "://" not in url:
         return url
     parts = urlsplit(url)
-    if parts.password is None:
+    if parts.password is not None:
+        netloc = f"{parts.username}:***@{parts.hostname}"
+    elif parts.username and parts.scheme in ("http", "https"):
+        # https://<token>@github.com/...: the token is the user name there (ssh's `git@`
+        # is a plain name). It was printed whole by `remote add`, `remote show` and errors.
+        netloc = f"***@{parts.hostname}"
+    else:
         return url
-    netloc = f"{parts.username}:***@{parts.hostname}"
     if parts.port:
         netloc += f":{parts.port}"
     return parts._replace(netloc=netloc).geturl()
