@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from memwiki.config import load
-from memwiki.errors import NotFound, StateError, StorageError
+from memwiki.errors import NotFound, StateError
 from memwiki.git import sync as syncmod
 from memwiki.wiki import Wiki
 
@@ -286,11 +286,9 @@ def test_an_edit_made_during_the_merge_is_never_overwritten(tmp_path):
         if step == "merge-made":
             write(a.root, "memory/n.md", recall("n", "one\nhalf-typed by a person\n"))
 
-    with pytest.raises(StorageError, match="edited while sync"):
-        syncmod.sync(a, load(), _checkpoint=person_edits)
-    assert read(a.root, "memory/n.md") == recall("n", "one\nhalf-typed by a person\n")
-    result = syncmod.sync(a, load())
-    assert result.committed and result.pushed
+    # The checkout refuses (nothing written); the edit is committed and merged instead.
+    result = syncmod.sync(a, load(), _checkpoint=person_edits)
+    assert result.committed and result.pushed and result.merged == "merge"
     texts = [read(a.root, "memory/n.md")] + [read(a.root, c.copy) for c in result.conflicts]
     assert any("half-typed by a person" in t for t in texts)
     assert any("two from the remote" in t for t in texts)

@@ -28,14 +28,14 @@ from pathlib import Path, PurePosixPath
 
 import pygit2
 
-from ..errors import MemwikiError, StateError
+from ..errors import MemwikiError, StateError, StorageError
 from ..fsutil import atomic_write_text
 from ..lock import FileLock
-from . import gitlocks, network, precommit, staged, update
+from . import gitlocks, hand_edits, network, update
 from . import repo as gitstore
 from .changes import Change, merge_message
 from .conflicts import COPY_RE, Conflict
-from .copies import copies_in, held_back
+from .copies import copies_in
 from .merge import current_branch_head, make_merge_commit
 from .remotes import (  # noqa: F401 (the devices API in one place)
     DEFAULT_REMOTE,
@@ -54,6 +54,7 @@ fetch = network.fetch  # the devices API in one place
 
 LABEL = "remote"  # conflict copies are <stem>.conflict-remote-<sha>.md
 MAX_PUSH_RETRIES = 3
+MAX_EDIT_RETRIES = 3  # checkouts refused by a file saved meanwhile
 JOURNAL = "sync.json"
 
 Checkpoint = Callable[[str], None]
@@ -137,24 +138,6 @@ def _recover(wiki) -> None:
     _journal_path(wiki).unlink(missing_ok=True)
 
 
-def _invalid_hand_edits(wiki, status: gitstore.Status, skip: set[str]) -> list[dict]:
-    """Changed RecallFiles that memwiki's own checks (the pre-commit ones) would refuse."""
-    from .. import recallfile as rfmod
-    from ..layout import app_folders
-
-    found = []
-    apps = app_folders(wiki.root)  # Obsidian's templates and daily notes: not RecallFiles
-    for rel in gitstore.pending_paths(wiki.repo, status):
-        path = wiki.root / rel
-        if rel in skip or not staged.is_note(wiki.root, rel, apps) or not path.is_file():
-            continue
-        _, problems = rfmod.try_read(path, PurePosixPath(rel).parts[0], rel)
-        if problems:
-            why = rfmod.problems_text(problems)
-            found.append({"path": rel, "problem": why})
-    return found
-
-
 # ---------------------------------------------------------------- sync
 
 
@@ -162,38 +145,6 @@ def _merge_message(remote: str, upstream: str, conflicts: list[Conflict]) -> str
     return merge_message(
         f"memwiki sync: merge {remote}/{upstream}", [c.to_dict() for c in conflicts]
     )
-
-
-def _renamed_from(repo, status: gitstore.Status, held: set[str]) -> set[str]:
-    """Deleted paths a held-back file was renamed from (with or without edits, as git would
-    see a rename): the other half of the rename stays uncommitted too.
-
-    Bug it prevents: a file renamed into an invalid name *and edited* was matched by exact
-    content only, so sync pushed the deletion of the old name and the other devices lost
-    the note while the new file stayed uncommitted here.
-    """
-    head = gitstore.head_commit(repo)
-    if not held or head is None:
-        return set()
-    contents = []
-    for rel in held:
-        try:
-            contents.append((Path(repo.workdir) / rel).read_bytes())
-        except OSError:
-            continue
-    out = set()
-    for rel in gitstore.pending_paths(repo, status):
-        if (Path(repo.workdir) / rel).exists():
-            continue
-        try:
-            old = repo[head.tree[rel].id]
-        except KeyError:
-            continue
-        if isinstance(old, pygit2.Blob) and any(
-            gitstore.similarity(old, data) >= gitstore.RENAME_SIMILARITY for data in contents
-        ):
-            out.add(rel)
-    return out
 
 
 def _without_sidecar(repo, ours, theirs, target, where: str):
@@ -241,41 +192,50 @@ def _put_back(wiki, repo, kept: dict[str, bytes]) -> None:
 
 
 def _integrate(wiki, config, result: SyncResult, tracking: str, upstream: str, checkpoint) -> None:
-    """Bring the remote's commits into the branch (fast-forward or merge); hold the lock."""
+    """Commit hand edits, then bring the remote's commits in (fast-forward or merge).
+
+    The caller holds the wiki lock, but a person's editor does not take it: a note saved
+    after the status read, on a path the remote changed too, makes the SAFE checkout refuse
+    (having changed nothing). That edit is then committed like the others and the merge
+    made again, a few times at most. Bug it prevents: an editor's autosave during a sync
+    failed it with exit 5 ("a wiki file was edited while sync was updating the files"),
+    found by the stress test of scheduled jobs and a person saving notes.
+    """
+    for attempt in range(MAX_EDIT_RETRIES + 1):
+        edits = hand_edits.commit_hand_edits(wiki, config)
+        result.not_committed = edits.held
+        if edits.committed:
+            result.committed, result.changes = edits.committed, edits.changes
+            result.committed_invalid += edits.committed_invalid
+        checkpoint("committed")
+        try:
+            _merge_in(wiki, result, tracking, upstream, edits.skip, checkpoint)
+            return
+        except update.CheckoutRefused:
+            if attempt == MAX_EDIT_RETRIES:
+                raise
+
+
+def _refuse_held_back(result: SyncResult, skip: set[str], changed: dict[str, str]) -> None:
+    """StorageError naming the held-back files the remote changed: a retry cannot help."""
+    blocked = sorted(skip & changed.keys())
+    if not blocked:
+        return  # a file saved meanwhile: the caller commits it and tries again
+    why = {p["path"]: p["problem"] for p in result.not_committed}
+    names = ", ".join(f"{p} ({why.get(p, 'renamed')})" for p in blocked)
+    it = "it" if len(blocked) == 1 else "them"
+    raise StorageError(
+        f"the remote changed {names}, held back here: fix {it} and run `memwiki sync` again"
+    )
+
+
+def _merge_in(wiki, result: SyncResult, tracking: str, upstream: str, skip: set[str], checkpoint):
+    """Fast-forward or merge the branch to the remote's commits and check the files out."""
     repo = wiki.repo
-    # Hand edits become a commit that takes part in the merge: the checkout below can then
-    # never be refused by (or overwrite) them. Invalid RecallFiles stay out of it.
-    # One read of the work tree serves every step (20,000 files: ~40 ms a read; there were
-    # four): what is held back, checked, given to the hooks and staged is what it showed.
-    # A file first changed after it waits for the next sync (nothing checked it), and the
-    # SAFE checkout below never overwrites it.
-    status = gitstore.read_status(repo)
-    refused = held_back(repo, status)
-    refused += _invalid_hand_edits(wiki, status, {p["path"] for p in refused})
-    skip = {p["path"] for p in refused}
-    # In a wiki with pre-commit installed, its hooks check what sync commits, as for `git commit`.
-    others = [p for p in gitstore.pending_paths(repo, status) if p not in skip]
-    refused += precommit.refused_by_hooks(wiki.root, others, config.child_env)
-    held = {p["path"] for p in refused}
-    skip = held | _renamed_from(repo, status, held)
-    result.not_committed = refused
-    committed, changes = gitstore.commit_all(repo, None, skip=skip, status=status)
-    if committed:
-        result.committed = committed
-        result.changes = list(changes)
-        # Invalid work-tree edits were held back above: an invalid file committed now is
-        # one a person staged with `git add` (kept as staged, and said).
-        result.committed_invalid += staged.rejected(
-            repo, committed, [c.path for c in changes if c.status != "deleted"]
-        )
-    checkpoint("committed")
     ref_name, ours = current_branch_head(repo)
     theirs = lookup(repo, tracking)
     if theirs is None or theirs.id == ours.id or repo.descendant_of(ours.id, theirs.id):
         return
-    walker = repo.walk(theirs.id)
-    walker.hide(ours.id)
-    result.fetched += sum(1 for _ in walker)
     if repo.descendant_of(theirs.id, ours.id):
         conflicts: list[Conflict] = []
         target, kind = theirs.id, "fast-forward"
@@ -291,19 +251,20 @@ def _integrate(wiki, config, result: SyncResult, tracking: str, upstream: str, c
     update.record(journal, ref_name, ours.id, target)
     checkpoint("merge-made")
     in_the_way = (
-        "a wiki file was edited while sync was updating the files; nothing was lost: "
+        "wiki files kept being edited while sync was updating them; nothing was lost: "
         "run `memwiki sync` again"
     )
-    if skip:
-        names = ", ".join(sorted(skip))
-        in_the_way = (
-            f"{names} is not committed (invalid) and the remote changed it: "
-            "fix it and run `memwiki sync` again"
-        )
     kept = _untracked_upstream(repo, ours, repo[target])
     message = f"memwiki sync: {kind} {tracking}"
-    update.apply(repo, journal, ref_name, target, message, in_the_way, checkpoint)
+    try:
+        update.apply(repo, journal, ref_name, target, message, in_the_way, checkpoint)
+    except update.CheckoutRefused:
+        _refuse_held_back(result, skip, update.changed_files(repo, ours.tree, repo[target].tree))
+        raise
     _put_back(wiki, repo, kept)
+    walker = repo.walk(theirs.id)
+    walker.hide(ours.id)
+    result.fetched += sum(1 for _ in walker)
     result.merged = "merge" if "merge" in (kind, result.merged) else kind
     result.conflicts.extend(conflicts)
 

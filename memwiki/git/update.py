@@ -39,6 +39,11 @@ def record(journal: Path, ref_name: str, old: pygit2.Oid, new: pygit2.Oid) -> No
     atomic_write_text(journal, json.dumps(data) + "\n")
 
 
+class CheckoutRefused(StorageError):
+    """The SAFE checkout found a file edited since the last commit in its way; it changed
+    nothing, so the caller may commit that edit and try again."""
+
+
 def apply(
     repo: pygit2.Repository,
     journal: Path,
@@ -64,7 +69,7 @@ def apply(
         )
     except pygit2.GitError as exc:
         journal.unlink(missing_ok=True)  # SAFE checks before it writes: nothing was changed
-        raise StorageError(f"{refused} ({exc})") from None
+        raise CheckoutRefused(f"{refused} ({exc})") from None
     if checkpoint is not None:
         checkpoint("checked-out")
     _refuse_moved(repo, journal, ref_name)

@@ -15,12 +15,13 @@ could not check the file out without overwriting the person's work.
 
 from __future__ import annotations
 
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import pygit2
 
 from ..errors import StateError
 from ..git import repo as gitstore
+from ..git.hand_edits import invalid_notes, renamed_from
 
 _STAGED = (
     pygit2.GIT_STATUS_INDEX_NEW
@@ -36,54 +37,14 @@ def left_alone(repo: pygit2.Repository) -> tuple[dict[str, str], list[str]]:
     """({path: why it stays as it is}, the work-tree edits a commit may take)."""
     staged = {p: STAGED for p, f in repo.status().items() if f & _STAGED}
     pending = [p for p in gitstore.pending_paths(repo) if p not in staged]
-    invalid = _rejected(Path(repo.workdir), pending)
-    left = staged | invalid | _renamed_from(repo, pending, invalid)
+    found = invalid_notes(Path(repo.workdir), pending)
+    invalid = {p: f"lint rejects it ({why})" for p, why in found.items()}
+    renamed = {
+        old: f"deleted, as if renamed to {new}, which lint rejects"
+        for old, new in renamed_from(repo, pending, invalid).items()
+    }
+    left = staged | invalid | renamed
     return left, [p for p in pending if p not in left]
-
-
-def _rejected(root: Path, pending: list[str]) -> dict[str, str]:
-    """{path: lint's problem} for the changed RecallFiles lint would reject."""
-    from .. import recallfile as rfmod
-    from ..git.staged import is_note
-    from ..layout import app_folders
-
-    apps = app_folders(root)
-    found = {}
-    for rel in pending:
-        path = root / rel
-        if not is_note(root, rel, apps) or not path.is_file():
-            continue
-        _, problems = rfmod.try_read(path, PurePosixPath(rel).parts[0], rel)
-        if problems:
-            found[rel] = f"lint rejects it ({rfmod.problems_text(problems)})"
-    return found
-
-
-def _renamed_from(
-    repo: pygit2.Repository, pending: list[str], invalid: dict[str, str]
-) -> dict[str, str]:
-    """{deleted path: why} for the deletions a rejected file looks renamed from."""
-    head = gitstore.head_commit(repo)
-    if not invalid or head is None:
-        return {}
-    contents = {}
-    for rel in invalid:
-        try:
-            contents[rel] = (Path(repo.workdir) / rel).read_bytes()
-        except OSError:
-            continue
-    out = {}
-    for rel in pending:
-        if (Path(repo.workdir) / rel).exists() or rel not in head.tree:
-            continue
-        old = repo[head.tree[rel].id]
-        if not isinstance(old, pygit2.Blob):
-            continue
-        for new, data in contents.items():
-            if gitstore.similarity(old, data) >= gitstore.RENAME_SIMILARITY:
-                out[rel] = f"deleted, as if renamed to {new}, which lint rejects"
-                break
-    return out
 
 
 def refuse_overlap(
