@@ -301,23 +301,45 @@ def test_retrieve_finds_what_a_run_committed(tmp_path):
 
 
 def test_a_file_written_during_the_merge_is_never_overwritten(tmp_path):
-    from memwiki.errors import StorageError
+    """The save makes the checkout refuse; it is committed and the merge made again."""
+    wiki = make_wiki(tmp_path, {"memory/notes.md": NOTES})
+    run = memorize.prepare(wiki, [payload(tmp_path, "1.json", ["one"])], run_id="one")
+    write(Path(run.workspace), "memory/notes.md", NOTES.replace("line two", "line two (run)"))
+    saves = []
+
+    def obsidian_saves(name: str) -> None:
+        if name == "merge-made" and not saves:  # a person saves the file before the checkout
+            write(wiki.root, "memory/notes.md", NOTES.replace("tail", "tail (hand)"))
+            saves.append(name)
+
+    result = memorize.commit(wiki, "one", _checkpoint=obsidian_saves)
+    text = (wiki.root / "memory/notes.md").read_text()
+    assert saves and "tail (hand)" in text and "line two (run)" in text
+    assert result.conflicts == [] and not result.already_committed
+    assert len(merges(wiki.root)) == 1 and clean_status(wiki.root) == ""
+
+
+def test_an_editor_saving_at_every_try_ends_the_commit_with_nothing_lost(tmp_path):
+    from memwiki.git import update
 
     wiki = make_wiki(tmp_path, {"memory/notes.md": NOTES})
     run = memorize.prepare(wiki, [payload(tmp_path, "1.json", ["one"])], run_id="one")
     write(Path(run.workspace), "memory/notes.md", NOTES.replace("line two", "line two (run)"))
+    saves = []
 
     def obsidian_saves(name: str) -> None:
-        if name == "merge-made":  # a person saves the same file right before the checkout
-            write(wiki.root, "memory/notes.md", NOTES.replace("tail", "tail (hand)"))
+        if name == "merge-made":
+            saves.append(name)
+            write(wiki.root, "memory/notes.md", NOTES.replace("tail", f"tail (hand {len(saves)})"))
 
-    with pytest.raises(StorageError, match="run commit again"):
+    with pytest.raises(update.CheckoutRefused, match="run commit again"):
         memorize.commit(wiki, "one", _checkpoint=obsidian_saves)
-    assert "tail (hand)" in (wiki.root / "memory/notes.md").read_text()
-    result = memorize.commit(wiki, "one")
+    assert len(saves) == update.MAX_EDIT_RETRIES + 1  # bounded
+    assert f"tail (hand {len(saves)})" in (wiki.root / "memory/notes.md").read_text()
+    result = memorize.commit(wiki, "one")  # run again: the last save and the run both land
     text = (wiki.root / "memory/notes.md").read_text()
-    assert "tail (hand)" in text and "line two (run)" in text and result.conflicts == []
-    assert len(merges(wiki.root)) == 1 and clean_status(wiki.root) == ""
+    assert f"tail (hand {len(saves)})" in text and "line two (run)" in text
+    assert result.conflicts == [] and clean_status(wiki.root) == ""
 
 
 def test_symlinks_are_refused(tmp_path):

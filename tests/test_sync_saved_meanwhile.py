@@ -64,7 +64,7 @@ def test_an_editor_that_never_stops_saving_ends_the_sync_with_nothing_lost(tmp_p
     checkpoint, saved = _saving(a.root, NOTES, "Saved again.\n")
     with pytest.raises(update.CheckoutRefused, match="kept being edited"):
         syncmod.sync(a, load(), _checkpoint=checkpoint)
-    assert len(saved) == syncmod.MAX_EDIT_RETRIES + 1  # bounded
+    assert len(saved) == update.MAX_EDIT_RETRIES + 1  # bounded
     assert gitcli(a.root, "rev-parse", "HEAD") != before  # saves before the last: committed
     assert all("Saved again" in read(a.root, rel) for rel in saved)
     assert not (a.sidecar / update.JOURNAL).exists()

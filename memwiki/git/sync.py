@@ -54,7 +54,6 @@ fetch = network.fetch  # the devices API in one place
 
 LABEL = "remote"  # conflict copies are <stem>.conflict-remote-<sha>.md
 MAX_PUSH_RETRIES = 3
-MAX_EDIT_RETRIES = 3  # checkouts refused by a file saved meanwhile
 JOURNAL = "sync.json"
 
 Checkpoint = Callable[[str], None]
@@ -201,7 +200,7 @@ def _integrate(wiki, config, result: SyncResult, tracking: str, upstream: str, c
     failed it with exit 5 ("a wiki file was edited while sync was updating the files"),
     found by the stress test of scheduled jobs and a person saving notes.
     """
-    for attempt in range(MAX_EDIT_RETRIES + 1):
+    for attempt in range(update.MAX_EDIT_RETRIES + 1):
         edits = hand_edits.commit_hand_edits(wiki, config)
         result.not_committed = edits.held
         if edits.committed:
@@ -212,7 +211,7 @@ def _integrate(wiki, config, result: SyncResult, tracking: str, upstream: str, c
             _merge_in(wiki, result, tracking, upstream, edits.skip, checkpoint)
             return
         except update.CheckoutRefused:
-            if attempt == MAX_EDIT_RETRIES:
+            if attempt == update.MAX_EDIT_RETRIES:
                 raise
 
 

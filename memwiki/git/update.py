@@ -25,6 +25,8 @@ from ..errors import StateError, StorageError
 from ..fsutil import atomic_write_text
 
 JOURNAL = "update.json"
+# How many times a caller commits a file saved meanwhile and tries the checkout again.
+MAX_EDIT_RETRIES = 3
 
 
 def journal_path(sidecar: Path) -> Path:

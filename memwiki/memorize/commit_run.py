@@ -192,6 +192,24 @@ def _commit_locked(
         state.merge_commit = None
         _finish(repo, state, directory, checkpoint)
         return _result(state)
+    # A person's editor does not take the wiki lock: a note saved between the hand-edit
+    # commit and the checkout, on a path the merge changes, makes the SAFE checkout refuse
+    # (having written nothing). That save is then committed like the others and the merge
+    # made again, as sync does (git/sync.py), a few times at most.
+    for attempt in range(update.MAX_EDIT_RETRIES + 1):
+        try:
+            return _merge_run(wiki, state, directory, journal, checkpoint)
+        except update.CheckoutRefused:
+            if attempt == update.MAX_EDIT_RETRIES:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _merge_run(
+    wiki: Wiki, state: RunState, directory: Path, journal: Path, checkpoint: Checkpoint
+) -> RunCommitResult:
+    """Commit the wiki's hand edits, merge the run branch into the wiki's, check it out."""
+    repo, run_id = wiki.repo, state.run_id
     # Hand edits made in the wiki while the run was open are committed first, so the
     # merge below sees them; what a person staged, or lint rejects, stays as it is.
     left, pending = hand_edits.left_alone(repo)
@@ -219,7 +237,7 @@ def _commit_locked(
     runstate.save_state(directory, state)
     update.record(journal, ref_name, head.id, oid)
     checkpoint("merge-made")
-    refused = f"wiki files changed while run {run_id} was merging; run commit again"
+    refused = f"wiki files kept changing while run {run_id} was merging; run commit again"
     update.apply(repo, journal, ref_name, oid, f"memwiki: merge run {run_id}", refused)
     checkpoint("merged")
     _finish(repo, state, directory, checkpoint)
