@@ -21,10 +21,10 @@ from .project_git import (
     MAX_PATH_CHARS,
     find_repository,
     main_tree_name,
-    redact_url,
     remote_url,
     url_key,
 )
+from .urls import redact
 
 SOURCES = ("remote", "directory", "config")
 SLUG_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -145,7 +145,7 @@ def parse_map(text: str | None, strict: bool = False) -> dict[str, str]:
             from .errors import InvalidInput
 
             # A URL entry may carry a token (https://user:token@host/...): never echo it.
-            raise InvalidInput(f"projects: {redact_url(entry.strip())!r}: {problem}")
+            raise InvalidInput(f"projects: {redact(entry.strip())!r}: {problem}")
     return out
 
 

@@ -258,8 +258,3 @@ def url_key(url: str) -> str:
     while path.endswith(".git"):
         path = path[:-4].rstrip("/")
     return f"{host}/{path}".lower() if host else path.lower()
-
-
-def redact_url(text: str) -> str:
-    """text with any `user:password@` of a URL in it written as `***@` (for messages)."""
-    return re.sub(r"(://)[^/@\s]*@", r"\1***@", text)

@@ -29,6 +29,7 @@ CORE = {
     "memwiki.layout",
     "memwiki.timestamps",
     "memwiki.process",
+    "memwiki.urls",
 }
 LOW_LAYERS = ("memwiki.index", "memwiki.embed", "memwiki.git")
 HIGH_LAYERS = ("memwiki.memorize", "memwiki.hosts", "memwiki.cli")

@@ -387,7 +387,13 @@ def test_transport_and_redaction():
     assert transport("/srv/wiki.git") == "local"
     assert transport("./relative/wiki.git") == "local"
     assert host_of("git@github.com:me/wiki.git") == "github.com"
-    assert redact("https://me:secret@example.com/w.git") == "https://me:***@example.com/w.git"
+    assert redact("https://me:secret@example.com/w.git") == "https://***@example.com/w.git"
+    assert redact("https://ghp_T0k:x-oauth-basic@github.com/w") == "https://***@github.com/w"
+    assert redact("ssh://git:pw@example.com/w.git") == "ssh://git:***@example.com/w.git"
+    assert (
+        redact("fetch https://a:b@h/x and https://c@h/y")
+        == "fetch https://***@h/x and https://***@h/y"
+    )
     assert redact("https://ghp_Tok3n@github.com/me/w.git") == "https://***@github.com/me/w.git"
     assert redact("ssh://git@example.com:22/w.git") == "ssh://git@example.com:22/w.git"
 

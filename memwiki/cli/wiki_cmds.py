@@ -83,13 +83,13 @@ def config_show(as_json: bool = JSON) -> None:
     values["wiki"] = str(cfg.wiki_path.resolve())
     # An agent that runs this puts its output into a transcript: no secret is printed
     # (it printed MEMWIKI_GIT_TOKEN whole, and a projects URL's user:token@).
-    from ..project_git import redact_url
+    from ..urls import redact
 
     for key, value in values.items():
         if value is not None and key == "git_token":
             values[key] = f"*** ({len(str(value))} characters)"
         elif isinstance(value, str):
-            values[key] = redact_url(value)
+            values[key] = redact(value)
     if as_json:
         emit_json(
             {

@@ -26,6 +26,7 @@ import pygit2
 from pygit2.enums import CredentialType
 
 from ..errors import MemwikiError, StorageError
+from ..urls import redact  # noqa: F401 (git/ prints URLs through it)
 
 KEY_FILES = ("id_ed25519", "id_ecdsa", "id_rsa")
 # libgit2 calls back after every rejection; a server that keeps asking must not loop us.
@@ -53,24 +54,6 @@ def host_of(url: str) -> str:
         return urlsplit(url).hostname or url
     m = _SCP_LIKE.match(url)
     return url[: m.end() - 1].rsplit("@", 1)[-1] if m else url
-
-
-def redact(url: str) -> str:
-    """The URL without a password or token in it, safe to print."""
-    if "://" not in url:
-        return url
-    parts = urlsplit(url)
-    if parts.password is not None:
-        netloc = f"{parts.username}:***@{parts.hostname}"
-    elif parts.username and parts.scheme in ("http", "https"):
-        # https://<token>@github.com/...: the token is the user name there (ssh's `git@`
-        # is a plain name). It was printed whole by `remote add`, `remote show` and errors.
-        netloc = f"***@{parts.hostname}"
-    else:
-        return url
-    if parts.port:
-        netloc += f":{parts.port}"
-    return parts._replace(netloc=netloc).geturl()
 
 
 def local_user() -> str:
