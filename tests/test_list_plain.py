@@ -13,17 +13,14 @@ import sys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from memwiki.cli import wiki_cmds
 
 CELL = st.text(
     st.characters(
         blacklist_categories=("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"),
-        # "[" sends a row to rich; rich.markup.escape doubles a trailing backslash, a quirk
-        # of the rich path (the plain one prints the cell as it is)
-        blacklist_characters="[\\",
     ),
     max_size=12,
 )
@@ -33,7 +30,7 @@ HEADER = ("track", "name", "description", "updated")
 def _rich(rows) -> str:
     table = Table(*HEADER, box=None, pad_edge=False)
     for row in rows[1:]:
-        table.add_row(*(escape(c) for c in row))
+        table.add_row(*(Text(c) for c in row))
     console = Console(width=200, emoji=False)
     with console.capture() as captured:
         console.print(table)
@@ -62,3 +59,11 @@ def test_accents_cjk_and_emoji_codes_take_the_plain_path():
     rows = [HEADER, ("memory", "café", "日本語のメモ :rocket:", "")]
     plain = _plain(rows)
     assert plain is not None and ":rocket:" in plain and plain == _rich(rows)
+
+
+def test_markup_and_a_trailing_backslash_print_as_written_on_both_paths():
+    """rich.markup.escape doubled a trailing backslash on the rich path."""
+    rows = [HEADER, ("memory", "win", "[bold]C:\\Users\\[/] and C:\\", "")]
+    plain = _plain(rows)
+    assert plain is not None and plain == _rich(rows)
+    assert "[bold]C:\\Users\\[/] and C:\\\n" in plain
