@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import re
 
-# scheme://userinfo@ anywhere in a text; userinfo stops at the first @, / or space.
-_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*)://([^/@\s:]*)(:[^/@\s]*)?@")
+# scheme://userinfo@ anywhere in a text; userinfo stops at the first @, / or space. A
+# string, compiled (and cached by re) at the first redaction: the prompt hook imports this
+# module and almost never redacts.
+_USERINFO = r"\b([A-Za-z][A-Za-z0-9+.-]*)://([^/@\s:]*)(:[^/@\s]*)?@"
 
 
 def _one(match: re.Match) -> str:
@@ -27,4 +29,4 @@ def _one(match: re.Match) -> str:
 
 def redact(text: str) -> str:
     """text (a URL, or a message holding URLs) with their credentials written as ***."""
-    return _USERINFO.sub(_one, text) if "://" in text else text
+    return re.sub(_USERINFO, _one, text) if "://" in text else text
