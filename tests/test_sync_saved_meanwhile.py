@@ -50,6 +50,7 @@ def test_a_note_saved_before_the_checkout_is_committed_and_merged(tmp_path):
     checkpoint, saved = _saving(a.root, [SHARED], "A person's save, mid-sync.\n")
     result = syncmod.sync(a, load(), _checkpoint=checkpoint)
     assert saved and result.pushed and result.merged == "merge"
+    assert [c.path for c in result.changes] == [SHARED]  # the save, committed on the retry
     # Both edits are kept: one in the file, the other in a conflict copy, and both pushed.
     pushed = gitcli(remote, "ls-tree", "-r", "--name-only", "main").split()
     texts = [gitcli(remote, "show", f"main:{p}") for p in pushed if p.startswith("memory/shared")]

@@ -204,7 +204,8 @@ def _integrate(wiki, config, result: SyncResult, tracking: str, upstream: str, c
         edits = hand_edits.commit_hand_edits(wiki, config)
         result.not_committed = edits.held
         if edits.committed:
-            result.committed, result.changes = edits.committed, edits.changes
+            result.committed = edits.committed  # the last one, when a save made a second
+            result.changes += edits.changes
             result.committed_invalid += edits.committed_invalid
         checkpoint("committed")
         try:
