@@ -155,7 +155,11 @@ def print_sync(result) -> None:
     if result.fetched:
         plural = "s" if result.fetched != 1 else ""
         print(f"fetched   {result.fetched} commit{plural} from {result.remote}/{result.branch}")
-    merged = {"none": "nothing new from the remote", "merge": "merge commit"}
+    merged = {
+        "none": "nothing new from the remote",
+        "merge": "merge commit",
+        "rewritten": "the remote's history was rewritten: this device's changes applied on top",
+    }
     print(f"merged    {merged.get(result.merged, result.merged)}")
     print(f"pushed    {result.branch} to {result.remote}" if result.pushed else "pushed    nothing")
     if result.retries:
