@@ -68,19 +68,27 @@ def local_gitdir(url: str) -> str | None:
 
 
 def fetch(repo: pygit2.Repository, name: str, config) -> list[str]:
-    """Fetch every branch of the remote into refs/remotes/<name>/; the server's messages."""
+    """Fetch every branch of the remote into refs/remotes/<name>/ (dropping the ones it no
+    longer has); the server's messages."""
     remote = repo.remotes[name]
     url = remote.url or ""
     if find_git(config) is None:
         callbacks = Callbacks(url, config)
         try:
-            remote.fetch(callbacks=callbacks, message="memwiki sync: fetch")
+            remote.fetch(
+                callbacks=callbacks,
+                message="memwiki sync: fetch",
+                prune=pygit2.enums.FetchPrune.PRUNE,
+            )
         except (pygit2.GitError, MemwikiError) as exc:
             raise _fallback_error(callbacks, exc, "fetch from", config) from None
         return []
     try:
         run = run_git(
-            ["fetch", "--progress", "--no-write-fetch-head", name], config, Path(repo.workdir)
+            # --prune: a branch deleted or renamed on the remote must not look present here
+            ["fetch", "--progress", "--prune", "--no-write-fetch-head", name],
+            config,
+            Path(repo.workdir),
         )
     except NetworkTimeout as exc:
         raise explain(None, url, "fetch from", exc) from None

@@ -79,6 +79,8 @@ class SyncResult:
     conflict_copies: list[str] = field(default_factory=list)  # every one in the wiki now
     copy_of: dict[str, str] = field(default_factory=dict)  # {conflict copy: its original}
     messages: list[str] = field(default_factory=list)  # the server's `remote:` lines
+    upstream: str | None = None  # the remote's branch it synced with
+    upstream_gone: str | None = None  # the one it synced with before, deleted or renamed
 
     @property
     def other_tools_copies(self) -> list[str]:
@@ -103,6 +105,8 @@ class SyncResult:
             "conflict_copies": list(self.conflict_copies),
             "copy_of": dict(self.copy_of),
             "messages": list(self.messages),
+            "upstream": self.upstream,
+            "upstream_gone": self.upstream_gone,
         }
 
 
@@ -316,7 +320,15 @@ def sync(
             # sync before anything in the wiki changes; hand edits are committed right after.
             known = rewritten.tracking_values(repo, remote)
             result.messages += network.fetch(repo, remote, config)
-            upstream = fetched_upstream(repo, branch, remote)
+            was = upstream_branch(repo, branch, remote)
+            had = f"refs/remotes/{remote}/{was}" in known
+            with wiki.write_lock():  # may record a renamed upstream in .git/config
+                upstream = fetched_upstream(
+                    repo, branch, remote, known.get(f"refs/remotes/{remote}/{was}")
+                )
+            result.upstream = upstream
+            if had and upstream != was:
+                result.upstream_gone = was
             tracking = f"refs/remotes/{remote}/{upstream}"
             checkpoint("fetched")
             # What the sync reports is the commit it left on both sides, read before the
