@@ -176,6 +176,8 @@ def print_sync(result) -> None:
             print(f"renamed   {c.old_path} -> {c.path}")
     for p in result.not_committed:
         print(f"not committed  {p['path']}: {p['problem']}")
+    for path in result.left_out:
+        print(f"left out  {path} (a path git refuses to check out: removed from the branch)")
     for line in result.messages:
         print(f"remote:   {line}")
     for c in result.conflicts:

@@ -31,7 +31,7 @@ import pygit2
 from ..errors import MemwikiError, StateError, StorageError
 from ..fsutil import atomic_write_text
 from ..lock import FileLock
-from . import gitlocks, hand_edits, network, rewritten, update
+from . import gitlocks, hand_edits, network, refused_paths, rewritten, update
 from . import repo as gitstore
 from .changes import Change, merge_message
 from .conflicts import COPY_RE, Conflict
@@ -81,6 +81,7 @@ class SyncResult:
     messages: list[str] = field(default_factory=list)  # the server's `remote:` lines
     upstream: str | None = None  # the remote's branch it synced with
     upstream_gone: str | None = None  # the one it synced with before, deleted or renamed
+    left_out: list[str] = field(default_factory=list)  # the remote's paths git refuses
 
     @property
     def other_tools_copies(self) -> list[str]:
@@ -107,6 +108,7 @@ class SyncResult:
             "messages": list(self.messages),
             "upstream": self.upstream,
             "upstream_gone": self.upstream_gone,
+            "left_out": list(self.left_out),
         }
 
 
@@ -247,9 +249,14 @@ def _merge_in(wiki, result: SyncResult, remote_branch, upstream: str, skip: set[
         return
     where = f"{result.remote}/{upstream}"
     base = rewritten.last_synced(repo, tracking, before, ours.id)
+    rewrite = rewritten.dropped(repo, theirs.id, base)
+    if not rewrite and (theirs.id == ours.id or repo.descendant_of(ours.id, theirs.id)):
+        return
+    fetched_tip = theirs.id
+    theirs, result.left_out = refused_paths.left_out(repo, ours, theirs)
     parents = None
     conflicts: list[Conflict] = []
-    if rewritten.dropped(repo, theirs.id, base):
+    if rewrite:
         if not rewritten.rewritten_from(repo, theirs.id, base):
             raise StateError(
                 f"{where} has no history in common with what this device synced last "
@@ -260,8 +267,6 @@ def _merge_in(wiki, result: SyncResult, remote_branch, upstream: str, skip: set[
         # A merge would bring the commits the remote dropped back (a removed secret too).
         target, conflicts, _ = rewritten.replay(repo, ours, theirs, repo[base], LABEL, where)
         kind, parents = "rewritten", [theirs.id]
-    elif theirs.id == ours.id or repo.descendant_of(ours.id, theirs.id):
-        return
     elif repo.descendant_of(theirs.id, ours.id):
         target, kind = theirs.id, "fast-forward"
     else:
@@ -287,7 +292,7 @@ def _merge_in(wiki, result: SyncResult, remote_branch, upstream: str, skip: set[
         _refuse_held_back(result, skip, update.changed_files(repo, ours.tree, repo[target].tree))
         raise
     _put_back(wiki, repo, kept)
-    walker = repo.walk(theirs.id)
+    walker = repo.walk(fetched_tip)
     walker.hide(ours.id)
     result.fetched += sum(1 for _ in walker)
     result.merged = next(k for k in ("rewritten", "merge", kind) if k in (kind, result.merged))
