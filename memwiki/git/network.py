@@ -72,7 +72,19 @@ def fetch(repo: pygit2.Repository, name: str, config) -> list[str]:
     longer has); the server's messages."""
     remote = repo.remotes[name]
     url = remote.url or ""
+    # A partial clone (`git clone --filter=blob:none`) lacks file contents that merges,
+    # `log` and `restore` read, and libgit2 cannot fetch them when it needs them: sync
+    # failed on every merge with `failed to insert entry: invalid object specified`.
+    # One complete fetch fills them in, and the filter is dropped so later fetches are
+    # complete too (a killed sync leaves the filter, and the next one fetches again).
+    partial = f"remote.{name}.partialclonefilter"
+    refetch = ["--refetch", "--no-filter"] if partial in repo.config else []
     if find_git(config) is None:
+        if refetch:
+            raise StorageError(
+                f"the wiki is a partial clone ({partial}): memwiki needs every file, which "
+                "only the git command can fetch: install git, or clone the wiki again"
+            )
         callbacks = Callbacks(url, config)
         try:
             remote.fetch(
@@ -86,7 +98,7 @@ def fetch(repo: pygit2.Repository, name: str, config) -> list[str]:
     try:
         run = run_git(
             # --prune: a branch deleted or renamed on the remote must not look present here
-            ["fetch", "--progress", "--prune", "--no-write-fetch-head", name],
+            ["fetch", "--progress", "--prune", *refetch, "--no-write-fetch-head", name],
             config,
             Path(repo.workdir),
         )
@@ -94,6 +106,8 @@ def fetch(repo: pygit2.Repository, name: str, config) -> list[str]:
         raise explain(None, url, "fetch from", exc) from None
     if run.returncode != 0:
         raise explain(run, url, "fetch from")
+    if refetch:
+        del repo.config[partial]
     return run.remote_lines
 
 
