@@ -199,7 +199,18 @@ def push(repo: pygit2.Repository, name: str, ref_name: str, upstream: str, confi
                 Path(stale.group(1)).unlink(missing_ok=True)
                 outcome = _push_once(repo, name, spec, config)
     if outcome.refusal is not None:
-        raise StorageError(f"{redact(url)} refused the push of {upstream}: {outcome.refusal}")
+        # The refused commits stay in the branch, so deleting a refused file is not enough:
+        # every later push sent the same commits and was refused again, for good.
+        hint = ""
+        if f"refs/remotes/{name}/{upstream}" in repo.references:
+            hint = (
+                f" (if it refused a file: delete it, run `git reset {name}/{upstream}` in the "
+                "wiki, which keeps every file as it is, then `memwiki sync`)"
+            )
+        raise StorageError(
+            f"{redact(url)} refused the push of {upstream}: {outcome.refusal}; nothing was "
+            f"lost, and the next sync it accepts pushes it{hint}"
+        )
     return outcome
 
 
