@@ -21,11 +21,15 @@ def _branches(remote) -> list[str]:
     return gitcli(remote, "for-each-ref", "--format=%(refname:short)", "refs/heads").split()
 
 
-def test_a_renamed_remote_branch_is_followed_not_pushed_back(tmp_path, cli):
+def test_a_renamed_remote_branch_is_followed_not_pushed_back(tmp_path, cli, monkeypatch):
     remote, _ = seeded_remote(tmp_path, {"memory/base.md": recall("base", "Base.\n")})
     a, b = clone_to(remote, tmp_path / "a"), clone_to(remote, tmp_path / "b")
     gitcli(remote, "branch", "-m", "main", "trunk")
     gitcli(remote, "symbolic-ref", "HEAD", "refs/heads/trunk")
+    monkeypatch.setenv("MEMWIKI_EMBED", "hash")  # doctor's retrieve: no model to load
+    code, out, _ = cli("--wiki", a.root, "doctor")
+    assert "branch main is gone from it (deleted or renamed)" in out
+    assert "the next `memwiki sync` pushes it" not in out
     write(a.root, "memory/from-a.md", recall("from-a", "A, after the rename.\n"))
     code, out, err = cli("--wiki", a.root, "sync", "--json")
     assert code == 0, err
