@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 
+import pytest
 from test_sync import clone_to, gitcli, head, read, recall, seeded_remote, write
 
 from memwiki.config import load
@@ -159,3 +160,27 @@ def test_a_device_that_never_synced_still_merges_an_unrelated_remote(tmp_path):
     result = syncmod.sync(fresh, load())
     assert result.merged == "merge" and result.pushed
     assert (fresh.root / "memory/base.md").is_file()
+
+
+class _Killed(BaseException):
+    """Stands for a kill -9: not a MemwikiError, so sync keeps its journals."""
+
+
+def test_a_sync_killed_while_it_replays_finishes_next_time(tmp_path):
+    remote, a, b = _two_devices(tmp_path)
+    gitcli(a.root, "reset", "-q", "--hard", "HEAD~1")
+    _force_push(a.root)
+
+    def kill(step):
+        if step == "checked-out":
+            raise _Killed
+
+    with pytest.raises(_Killed):
+        syncmod.sync(b, load(), _checkpoint=kill)
+    assert (b.sidecar / "update.json").exists()
+    result = syncmod.sync(b, load())
+    assert result.pushed
+    assert SECRET not in _everything(remote)
+    assert read(b.root, "memory/b-note.md").endswith("B's own work.\n")
+    assert not (b.root / LEAK).exists() and gitcli(b.root, "status", "--porcelain") == ""
+    assert gitcli(b.root, "rev-parse", "HEAD^").strip() == head(a.root)
