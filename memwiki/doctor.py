@@ -108,6 +108,14 @@ def _remote(wiki, config) -> Check | None:
     found = network.ls_remote(repo, name, upstream, config)
     if not found.ok:
         return Check("remote", False, f"{name} {url}: {found.detail}")
+    if not found.branch_present and f"refs/remotes/{name}/{upstream}" in repo.references:
+        # It was there at the last fetch: "the next sync pushes it" is no longer what happens.
+        return Check(
+            "remote",
+            True,
+            f"{name} {url}: reachable, authenticated; branch {upstream} is gone from it "
+            "(deleted or renamed): the next `memwiki sync` follows a rename or says what to do",
+        )
     if not found.branch_present:
         return Check(
             "remote",

@@ -150,14 +150,25 @@ def print_hooks_setup(setup, as_json: bool, name_wiki: bool = False) -> None:
 
 def print_sync(result) -> None:
     """Human output of a sync: one line per step, then the conflicts and the commit."""
+    upstream = f"{result.remote}/{result.upstream or result.branch}"
+    if result.upstream_gone:
+        print(
+            f"upstream  {result.remote}/{result.upstream_gone} is gone: now syncing with "
+            f"{upstream}, which holds its commits"
+        )
     if result.committed:
         print(f"committed {result.committed[:12]}  (hand edits)")
     if result.fetched:
         plural = "s" if result.fetched != 1 else ""
-        print(f"fetched   {result.fetched} commit{plural} from {result.remote}/{result.branch}")
-    merged = {"none": "nothing new from the remote", "merge": "merge commit"}
+        print(f"fetched   {result.fetched} commit{plural} from {upstream}")
+    merged = {
+        "none": "nothing new from the remote",
+        "merge": "merge commit",
+        "rewritten": "the remote's history was rewritten: this device's changes applied on top",
+    }
     print(f"merged    {merged.get(result.merged, result.merged)}")
-    print(f"pushed    {result.branch} to {result.remote}" if result.pushed else "pushed    nothing")
+    to = result.remote if (result.upstream or result.branch) == result.branch else upstream
+    print(f"pushed    {result.branch} to {to}" if result.pushed else "pushed    nothing")
     if result.retries:
         print(f"retried   {result.retries} (another device pushed first)")
     for c in result.changes:
@@ -165,6 +176,8 @@ def print_sync(result) -> None:
             print(f"renamed   {c.old_path} -> {c.path}")
     for p in result.not_committed:
         print(f"not committed  {p['path']}: {p['problem']}")
+    for path in result.left_out:
+        print(f"left out  {path} (a path git refuses to check out: removed from the branch)")
     for line in result.messages:
         print(f"remote:   {line}")
     for c in result.conflicts:

@@ -131,7 +131,10 @@ def merge_message(title: str, conflicts: list[dict[str, Any]], trailers: str = "
         lines.append("Conflicts (both versions kept):")
         for c in conflicts:
             if c.get("copy"):
-                lines.append(f"- {c['path']} -> {c['copy']}")
+                # Which kind, when the copy is not simply "both changed it": a rename on one
+                # or both sides, or a file against a folder, is otherwise not said anywhere.
+                kind = "" if c.get("kind") in ("both-modified", "both-added") else f" ({c['kind']})"
+                lines.append(f"- {c['path']} -> {c['copy']}{kind}")
             else:
                 lines.append(f"- {c['path']} ({c['kind']}, kept {c['kept']})")
         lines.append("")

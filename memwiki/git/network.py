@@ -68,24 +68,46 @@ def local_gitdir(url: str) -> str | None:
 
 
 def fetch(repo: pygit2.Repository, name: str, config) -> list[str]:
-    """Fetch every branch of the remote into refs/remotes/<name>/; the server's messages."""
+    """Fetch every branch of the remote into refs/remotes/<name>/ (dropping the ones it no
+    longer has); the server's messages."""
     remote = repo.remotes[name]
     url = remote.url or ""
+    # A partial clone (`git clone --filter=blob:none`) lacks file contents that merges,
+    # `log` and `restore` read, and libgit2 cannot fetch them when it needs them: sync
+    # failed on every merge with `failed to insert entry: invalid object specified`.
+    # One complete fetch fills them in, and the filter is dropped so later fetches are
+    # complete too (a killed sync leaves the filter, and the next one fetches again).
+    partial = f"remote.{name}.partialclonefilter"
+    refetch = ["--refetch", "--no-filter"] if partial in repo.config else []
     if find_git(config) is None:
+        if refetch:
+            raise StorageError(
+                f"the wiki is a partial clone ({partial}): memwiki needs every file, which "
+                "only the git command can fetch: install git, or clone the wiki again"
+            )
         callbacks = Callbacks(url, config)
         try:
-            remote.fetch(callbacks=callbacks, message="memwiki sync: fetch")
+            remote.fetch(
+                callbacks=callbacks,
+                message="memwiki sync: fetch",
+                prune=pygit2.enums.FetchPrune.PRUNE,
+            )
         except (pygit2.GitError, MemwikiError) as exc:
             raise _fallback_error(callbacks, exc, "fetch from", config) from None
         return []
     try:
         run = run_git(
-            ["fetch", "--progress", "--no-write-fetch-head", name], config, Path(repo.workdir)
+            # --prune: a branch deleted or renamed on the remote must not look present here
+            ["fetch", "--progress", "--prune", *refetch, "--no-write-fetch-head", name],
+            config,
+            Path(repo.workdir),
         )
     except NetworkTimeout as exc:
         raise explain(None, url, "fetch from", exc) from None
     if run.returncode != 0:
         raise explain(run, url, "fetch from")
+    if refetch:
+        del repo.config[partial]
     return run.remote_lines
 
 
@@ -177,7 +199,18 @@ def push(repo: pygit2.Repository, name: str, ref_name: str, upstream: str, confi
                 Path(stale.group(1)).unlink(missing_ok=True)
                 outcome = _push_once(repo, name, spec, config)
     if outcome.refusal is not None:
-        raise StorageError(f"{redact(url)} refused the push of {upstream}: {outcome.refusal}")
+        # The refused commits stay in the branch, so deleting a refused file is not enough:
+        # every later push sent the same commits and was refused again, for good.
+        hint = ""
+        if f"refs/remotes/{name}/{upstream}" in repo.references:
+            hint = (
+                f" (if it refused a file: delete it, run `git reset {name}/{upstream}` in the "
+                "wiki, which keeps every file as it is, then `memwiki sync`)"
+            )
+        raise StorageError(
+            f"{redact(url)} refused the push of {upstream}: {outcome.refusal}; nothing was "
+            f"lost, and the next sync it accepts pushes it{hint}"
+        )
     return outcome
 
 

@@ -47,9 +47,29 @@ def add_remote(wiki, url: str, name: str = DEFAULT_REMOTE) -> dict:
                 repo.remotes.create(name, url)
             elif previous != url:
                 repo.remotes.set_url(name, url)
+                _forget_tracking(repo, name)
         except (ValueError, pygit2.GitError) as exc:
             raise InvalidInput(f"cannot add remote {name!r} {redact(url)}: {exc}") from None
     return {"name": name, "url": redact(url), "previous": redact(previous) if previous else None}
+
+
+def _forget_tracking(repo: pygit2.Repository, name: str) -> None:
+    """What this wiki knew of the remote's branches, dropped when the remote's URL changes.
+
+    They describe the old repository: kept, a new empty remote looked like one whose branch
+    had been deleted (sync refused to push), and a new one's history like a rewrite.
+    """
+    for ref in [r for r in repo.references if r.startswith(f"refs/remotes/{name}/")]:
+        repo.references.delete(ref)
+    prefix = f"memwiki.{name}/".lower()
+    for key in {e.name for e in repo.config if e.name.lower().startswith(prefix)}:
+        _unset(repo, key)
+    for branch in repo.branches.local:
+        key = f"branch.{branch}.remote"
+        if key in repo.config and repo.config[key] == name:
+            for k in (key, f"branch.{branch}.merge"):
+                if k in repo.config:
+                    del repo.config[k]
 
 
 def remote_info(wiki, name: str = DEFAULT_REMOTE) -> dict:
@@ -85,23 +105,75 @@ def upstream_branch(repo: pygit2.Repository, branch: str, remote: str) -> str:
     return branch
 
 
-def fetched_upstream(repo: pygit2.Repository, branch: str, remote: str) -> str:
-    """upstream_branch, once the remote's branches are fetched: a branch with no upstream,
-    whose name the remote lacks, syncs with the remote's only branch.
-
-    Bug it prevents: a wiki made with `init --remote` onto a remote whose one branch is
-    `master` pushed a separate `main` beside it, and the devices never exchanged edits.
-    """
-    name = upstream_branch(repo, branch, remote)
-    if f"branch.{branch}.merge" in repo.config or lookup(repo, f"refs/remotes/{remote}/{name}"):
-        return name
+def _remote_branches(repo: pygit2.Repository, remote: str) -> list[str]:
     prefix = f"{remote}/"
-    names = [
+    return sorted(
         b[len(prefix) :]
         for b in repo.branches.remote
         if b.startswith(prefix) and not b.endswith("/HEAD")
-    ]
-    return names[0] if len(names) == 1 else name
+    )
+
+
+def fetched_upstream(
+    repo: pygit2.Repository, branch: str, remote: str, synced: pygit2.Oid | None = None
+) -> str:
+    """upstream_branch, once the remote's branches are fetched (and pruned): a branch with no
+    upstream, whose name the remote lacks, syncs with the remote's only branch; one whose
+    upstream was fetched before and is gone now follows the one remote branch that holds
+    what it synced last (git's `--prune` removed it), and refuses when there is none.
+
+    synced: the tracking branch's commit before the fetch, if there was one.
+
+    Bugs it prevents: a wiki made with `init --remote` onto a remote whose one branch is
+    `master` pushed a separate `main` beside it, and the devices never exchanged edits; and
+    after a teammate renamed the remote's `main` to `trunk` (or deleted it), sync pushed
+    `main` back, so memwiki's devices and git's users wrote to two branches from then on.
+    """
+    name = upstream_branch(repo, branch, remote)
+    gone = f"memwiki.{remote}/{name}.gone"  # a refusal below, remembered for the next sync
+    if lookup(repo, f"refs/remotes/{remote}/{name}") is not None:
+        _unset(repo, gone)
+        return name
+    names = _remote_branches(repo, remote)
+    configured = repo.config.get_multivar(f"branch.{branch}.merge")
+    if synced is None and gone in repo.config and f"refs/heads/{name}" in list(configured):
+        synced = pygit2.Oid(hex=repo.config[gone])
+    if synced is not None:  # it was there before: deleted or renamed since
+        try:
+            followed = _follow(repo, branch, remote, name, names, synced)
+        except StateError:
+            repo.config[gone] = str(synced)
+            raise
+        _unset(repo, gone)
+        return followed
+    if f"branch.{branch}.merge" in repo.config:  # `git clone` of an empty remote sets it
+        return name
+    return names[0] if len(names) == 1 else name  # never synced: a first push
+
+
+def _unset(repo: pygit2.Repository, key: str) -> None:
+    if key in repo.config:
+        del repo.config[key]
+
+
+def _follow(repo, branch: str, remote: str, name: str, names: list[str], synced) -> str:
+    """The remote branch that took over from the vanished `name` (a rename), or StateError."""
+    holders = []
+    for other in names:
+        commit = lookup(repo, f"refs/remotes/{remote}/{other}")
+        if commit is not None and (commit.id == synced or repo.descendant_of(commit.id, synced)):
+            holders.append(other)
+    if len(holders) == 1:
+        repo.config[f"branch.{branch}.remote"] = remote
+        repo.config[f"branch.{branch}.merge"] = f"refs/heads/{holders[0]}"
+        return holders[0]
+    others = f" (it has {', '.join(names)})" if names else " (it has no branch at all)"
+    raise StateError(
+        f"{remote} has no branch {name} any more{others}: nothing was changed or pushed; "
+        f"to sync with another branch run `git branch --set-upstream-to {remote}/BRANCH` in "
+        "the wiki, or `git branch --unset-upstream` to sync as for the first time (a push "
+        f"of {branch}); then `memwiki sync`"
+    )
 
 
 def set_upstream(repo: pygit2.Repository, branch: str, remote: str, upstream: str) -> None:

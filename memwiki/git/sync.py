@@ -31,7 +31,7 @@ import pygit2
 from ..errors import MemwikiError, StateError, StorageError
 from ..fsutil import atomic_write_text
 from ..lock import FileLock
-from . import gitlocks, hand_edits, network, update
+from . import gitlocks, hand_edits, network, refused_paths, rewritten, update
 from . import repo as gitstore
 from .changes import Change, merge_message
 from .conflicts import COPY_RE, Conflict
@@ -78,6 +78,9 @@ class SyncResult:
     conflict_copies: list[str] = field(default_factory=list)  # every one in the wiki now
     copy_of: dict[str, str] = field(default_factory=dict)  # {conflict copy: its original}
     messages: list[str] = field(default_factory=list)  # the server's `remote:` lines
+    upstream: str | None = None  # the remote's branch it synced with
+    upstream_gone: str | None = None  # the one it synced with before, deleted or renamed
+    left_out: list[str] = field(default_factory=list)  # the remote's paths git refuses
 
     @property
     def other_tools_copies(self) -> list[str]:
@@ -102,6 +105,9 @@ class SyncResult:
             "conflict_copies": list(self.conflict_copies),
             "copy_of": dict(self.copy_of),
             "messages": list(self.messages),
+            "upstream": self.upstream,
+            "upstream_gone": self.upstream_gone,
+            "left_out": list(self.left_out),
         }
 
 
@@ -146,10 +152,11 @@ def _merge_message(remote: str, upstream: str, conflicts: list[Conflict]) -> str
     )
 
 
-def _without_sidecar(repo, ours, theirs, target, where: str):
+def _without_sidecar(repo, ours, theirs, target, where: str, parents=None):
     """target, or a merge like it without .memwiki/ when another device committed its sidecar.
 
     Checking such a tree out would overwrite this device's own sidecar (locks, journal).
+    parents: of the new commit (ours and theirs unless given).
     """
     commit = repo[target].peel(pygit2.Commit)
     if gitstore.SIDECAR_PREFIX.rstrip("/") not in commit.tree:
@@ -165,7 +172,8 @@ def _without_sidecar(repo, ours, theirs, target, where: str):
         message = commit.message
     message = message.rstrip("\n") + "\n\nLeft out: .memwiki/ (never committed)\n"
     tree = index.write_tree(repo)
-    return repo.create_commit(None, sig, sig, message, tree, [ours.id, theirs.id])
+    parents = parents if parents is not None else [ours.id, theirs.id]
+    return repo.create_commit(None, sig, sig, message, tree, parents)
 
 
 def _untracked_upstream(repo, ours, target) -> dict[str, bytes]:
@@ -190,7 +198,7 @@ def _put_back(wiki, repo, kept: dict[str, bytes]) -> None:
             atomic_write_bytes(path, data)
 
 
-def _integrate(wiki, config, result: SyncResult, tracking: str, upstream: str, checkpoint) -> None:
+def _integrate(wiki, config, result: SyncResult, tracking: str, upstream: str, checkpoint, before):
     """Commit hand edits, then bring the remote's commits in (fast-forward or merge).
 
     The caller holds the wiki lock, but a person's editor does not take it: a note saved
@@ -199,6 +207,7 @@ def _integrate(wiki, config, result: SyncResult, tracking: str, upstream: str, c
     made again, a few times at most. Bug it prevents: an editor's autosave during a sync
     failed it with exit 5 ("a wiki file was edited while sync was updating the files"),
     found by the stress test of scheduled jobs and a person saving notes.
+    before: the remote branch as this sync found it before fetching (rewritten.py).
     """
     for attempt in range(update.MAX_EDIT_RETRIES + 1):
         edits = hand_edits.commit_hand_edits(wiki, config)
@@ -209,7 +218,7 @@ def _integrate(wiki, config, result: SyncResult, tracking: str, upstream: str, c
             result.committed_invalid += edits.committed_invalid
         checkpoint("committed")
         try:
-            _merge_in(wiki, result, tracking, upstream, edits.skip, checkpoint)
+            _merge_in(wiki, result, (tracking, before), upstream, edits.skip, checkpoint)
             return
         except update.CheckoutRefused:
             if attempt == update.MAX_EDIT_RETRIES:
@@ -229,24 +238,45 @@ def _refuse_held_back(result: SyncResult, skip: set[str], changed: dict[str, str
     )
 
 
-def _merge_in(wiki, result: SyncResult, tracking: str, upstream: str, skip: set[str], checkpoint):
-    """Fast-forward or merge the branch to the remote's commits and check the files out."""
+def _merge_in(wiki, result: SyncResult, remote_branch, upstream: str, skip: set[str], checkpoint):
+    """Fast-forward or merge the branch to the remote's commits and check the files out;
+    on a rewritten remote branch, this device's changes are replayed on it instead."""
     repo = wiki.repo
+    tracking, before = remote_branch
     ref_name, ours = current_branch_head(repo)
     theirs = lookup(repo, tracking)
-    if theirs is None or theirs.id == ours.id or repo.descendant_of(ours.id, theirs.id):
+    if theirs is None:
         return
-    if repo.descendant_of(theirs.id, ours.id):
-        conflicts: list[Conflict] = []
+    where = f"{result.remote}/{upstream}"
+    base = rewritten.last_synced(repo, tracking, before, ours.id)
+    rewrite = rewritten.dropped(repo, theirs.id, base)
+    if not rewrite and (theirs.id == ours.id or repo.descendant_of(ours.id, theirs.id)):
+        return
+    fetched_tip = theirs.id
+    theirs, result.left_out = refused_paths.left_out(repo, ours, theirs)
+    parents = None
+    conflicts: list[Conflict] = []
+    if rewrite:
+        if not rewritten.rewritten_from(repo, theirs.id, base):
+            raise StateError(
+                f"{where} has no history in common with what this device synced last "
+                "(was the remote replaced by another repository?): nothing was changed or "
+                f"pushed; to merge the two on purpose run `git merge --allow-unrelated-histories "
+                f"{where}` in the wiki, then `memwiki sync`, or `memwiki clone` the remote afresh"
+            )
+        # A merge would bring the commits the remote dropped back (a removed secret too).
+        target, conflicts, _ = rewritten.replay(repo, ours, theirs, repo[base], LABEL, where)
+        kind, parents = "rewritten", [theirs.id]
+    elif repo.descendant_of(theirs.id, ours.id):
         target, kind = theirs.id, "fast-forward"
     else:
         target, conflicts = make_merge_commit(
             repo, ours, theirs, LABEL, lambda found: _merge_message(result.remote, upstream, found)
         )
         kind = "merge"
-    cleaned = _without_sidecar(repo, ours, theirs, target, f"{result.remote}/{upstream}")
+    cleaned = _without_sidecar(repo, ours, theirs, target, where, parents)
     if cleaned != target:
-        target, kind = cleaned, "merge"
+        target, kind = cleaned, kind if kind == "rewritten" else "merge"
     journal = update.journal_path(wiki.sidecar)
     update.record(journal, ref_name, ours.id, target)
     checkpoint("merge-made")
@@ -262,10 +292,10 @@ def _merge_in(wiki, result: SyncResult, tracking: str, upstream: str, skip: set[
         _refuse_held_back(result, skip, update.changed_files(repo, ours.tree, repo[target].tree))
         raise
     _put_back(wiki, repo, kept)
-    walker = repo.walk(theirs.id)
+    walker = repo.walk(fetched_tip)
     walker.hide(ours.id)
     result.fetched += sum(1 for _ in walker)
-    result.merged = "merge" if "merge" in (kind, result.merged) else kind
+    result.merged = next(k for k in ("rewritten", "merge", kind) if k in (kind, result.merged))
     result.conflicts.extend(conflicts)
 
 
@@ -293,8 +323,17 @@ def sync(
             result = SyncResult(remote, branch)
             # The network first: a remote that cannot be reached (or a wrong key) stops the
             # sync before anything in the wiki changes; hand edits are committed right after.
+            known = rewritten.tracking_values(repo, remote)
             result.messages += network.fetch(repo, remote, config)
-            upstream = fetched_upstream(repo, branch, remote)
+            was = upstream_branch(repo, branch, remote)
+            had = f"refs/remotes/{remote}/{was}" in known
+            with wiki.write_lock():  # may record a renamed upstream in .git/config
+                upstream = fetched_upstream(
+                    repo, branch, remote, known.get(f"refs/remotes/{remote}/{was}")
+                )
+            result.upstream = upstream
+            if had and upstream != was:
+                result.upstream_gone = was
             tracking = f"refs/remotes/{remote}/{upstream}"
             checkpoint("fetched")
             # What the sync reports is the commit it left on both sides, read before the
@@ -303,7 +342,8 @@ def sync(
             # memorize commit landing meanwhile was reported as synced, though never pushed.
             while True:
                 with wiki.write_lock():
-                    _integrate(wiki, config, result, tracking, upstream, checkpoint)
+                    before = known.get(tracking)
+                    _integrate(wiki, config, result, tracking, upstream, checkpoint, before)
                     synced = repo.references[ref_name].target
                 checkpoint("integrated")
                 theirs = lookup(repo, tracking)
@@ -325,6 +365,7 @@ def sync(
                         "times because other devices pushed first; run `memwiki sync` again"
                     )
                 result.retries += 1
+                known = rewritten.tracking_values(repo, remote)
                 result.messages += network.fetch(repo, remote, config)
             with wiki.write_lock():
                 set_upstream(repo, branch, remote, upstream)

@@ -313,6 +313,15 @@ def explain(
             f"the SSH host key of {host} is unknown or has changed: connect once with "
             "`ssh` to check it and record it in ~/.ssh/known_hosts, then try again"
         )
+    if action == "push to" and "returned error: 403" in text:
+        # The fetch before it got in with the same credentials: they are right, and the
+        # account may read only. "Check the token" sent people after the wrong problem.
+        who = "MEMWIKI_GIT_TOKEN" if run.token else "your credentials"
+        return StorageError(
+            f"{host} refused the push (HTTP 403) though it let {who} fetch: that account has "
+            "no write access to the repository; ask for it (nothing was lost: the next sync "
+            "that may write pushes it)"
+        )
     if any(m in text for m in _AUTH):
         how = "SSH" if kind == "ssh" else kind.upper()
         said = next(ln for ln in run.stderr if any(m in ln.lower() for m in _AUTH))
