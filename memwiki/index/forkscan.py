@@ -314,6 +314,7 @@ def _rest(changes: st.ScanChanges, hint: str) -> st.ScanChanges:
         deleted=list(changes.deleted),
         touched={rel: e for rel, e in changes.touched.items() if rel != hint},
         hashes={rel: h for rel, h in changes.hashes.items() if rel != hint},
+        started_ns=changes.started_ns,
     )
 
 

@@ -420,6 +420,7 @@ class Index:
                 state.files_delta.update(changes.touched)
             if changes.touched or merged:
                 state.changed()
+                state.written_ns = changes.racy_from(state)
                 st.save(self.state_path, state)
             return UpdateReport(state=state)
         return writing.apply(self, state, changes, stats, need_vectors, merge)

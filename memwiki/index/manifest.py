@@ -99,7 +99,7 @@ class State:
         0  # documents Whoosh still counts in its statistics (see bm25.should_optimize)
     )
     embedder: dict | None = None  # {provider, model, dim} of the vectors
-    written_ns: int = 0
+    written_ns: int = 0  # the racy window's end: its scan's start, not its save (ScanChanges)
     format: int = FORMAT
     base: str | None = None  # manifest-<gen>.bin: files and rows at the last compaction
     files_delta: dict[str, FileEntry] = field(default_factory=dict)  # added/replaced since
@@ -290,7 +290,6 @@ def save(path: Path, state: State, compact: bool = False, write_base: bool = Fal
     if write_base:
         assert state.base_data is not None
         state.base_data.write(path.parent / str(state.base))
-    state.written_ns = time.time_ns()
     atomic_write_bytes(path, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
 
 
@@ -302,6 +301,13 @@ class ScanChanges:
     deleted: list[str] = field(default_factory=list)
     touched: dict[str, FileEntry] = field(default_factory=dict)  # same bytes, new stat
     hashes: dict[str, str] = field(default_factory=dict)  # sha256 computed for changed files
+    # Before the first stat. The save, seconds later (embedding, a suspended laptop), set
+    # the racy window: a same-size edit in the tick of a file read in between was lost.
+    started_ns: int = 0
+
+    def racy_from(self, old: State) -> int:
+        """written_ns of a state built from old with these changes (0: start unknown)."""
+        return self.started_ns or min(old.written_ns, time.time_ns())
 
     def __bool__(self) -> bool:
         return bool(self.changed or self.deleted or self.touched)
@@ -318,10 +324,11 @@ def scan(
     the manifest was written whose stat differs from it (a hint for a caller that can
     start on it early; the result is the answer).
     """
+    started = time.time_ns()
     known = state.files.stats() if state else {}
     racy_before = (state.written_ns if state else 0) - RACY_NS
     stats = walk(root, Watch(known, racy_before, on_change) if on_change is not None else None)
-    changes = ScanChanges()
+    changes = ScanChanges(started_ns=started)
     suspects, changes.deleted = _suspects(stats, known, racy_before)
     files = state.files if state else {}
     for rel in suspects:
@@ -371,7 +378,8 @@ def _suspects(stats: dict, known: dict, racy_before: int) -> tuple[list[str], li
 
 def scan_paths(root: Path, state: State, rels: list[str]) -> tuple[ScanChanges, dict[str, Stat]]:
     """manifest.scan for these files only: stat each as the walk does, hash those that differ."""
-    changes = ScanChanges()
+    # The other files were not looked at again: the racy window stays where it was.
+    changes = ScanChanges(started_ns=min(state.written_ns, time.time_ns()))
     stats: dict[str, Stat] = {}
     racy_before = state.written_ns - RACY_NS
     files = state.files

@@ -15,6 +15,7 @@ command sees the mismatch and rebuilds, taking vectors from the old segments.
 from __future__ import annotations
 
 import shutil
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -50,6 +51,7 @@ def _chunk_many(index: Index, rels: list[str], hashes: dict, stats: dict, report
 def build(index: Index, old: st.State | None, need_vectors: bool) -> UpdateReport:
     """A new index of the whole wiki, beside the old one until the new state is committed."""
     report = UpdateReport(full=True)
+    started = time.time_ns()  # the racy window runs from before the walk (ScanChanges)
     stats = st.walk(index.root)
     items, files, projects = _chunk_many(index, sorted(stats), {}, stats, report)
     gen = (old.generation if old else 0) + 1
@@ -59,6 +61,7 @@ def build(index: Index, old: st.State | None, need_vectors: bool) -> UpdateRepor
         shutil.rmtree(target)
     whoosh_gen = bm25.create(target, items)
     new = st.State(generation=gen, bm25_dir=bm25_dir, whoosh_generation=whoosh_gen)
+    new.written_ns = started
     rows = [row_of(i, projects.get(i.path, ())) for i in items]
     plan = segments.Plan(True, rows)
     segments.apply_layout(new, None, plan, files)
@@ -95,6 +98,7 @@ def prepare(
     gone = set(changes.changed) | set(changes.deleted)
     report.removed = sorted(set(changes.deleted))
     new = st.State(generation=old.generation + 1, bm25_dir=old.bm25_dir)
+    new.written_ns = changes.racy_from(old)
     new.whoosh_generation, new.bm25_deleted = old.whoosh_generation, old.bm25_deleted
     new.segments, new.embedder = list(old.segments), old.embedder
     # Kept while the base an older memwiki wrote is: without it every update made the next
