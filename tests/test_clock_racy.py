@@ -92,3 +92,26 @@ def test_an_update_of_named_files_keeps_the_racy_window_of_the_others(wiki, tmp_
     with index.lock():
         writing.apply(index, state, changes, stats, need_vectors=False)
     assert found(wiki, tmp_path, "narwal") == ["memory/alpha.md"]
+
+
+def test_lints_link_cache_reads_again_a_note_edited_in_the_tick_of_a_slow_run(wiki, monkeypatch):
+    from memwiki import links
+
+    path = wiki.root / "memory/alpha.md"
+    path.write_text("---\nname: alpha\ndescription: a note\n---\n\nSee [[walrus]].\n")
+    tick = time.time_ns() - 1_500_000_000
+    os.utime(path, ns=(tick, tick))
+    save = links.LinkCache.save
+
+    def slow_save(self, notes):
+        path.write_text(path.read_text().replace("walrus", "narwal"))  # the same size
+        os.utime(path, ns=(tick, tick))
+        while time.time_ns() < tick + RACY_NS + 100_000_000:
+            time.sleep(0.02)
+        save(self, notes)
+
+    monkeypatch.setattr(links.LinkCache, "save", slow_save)
+    links.LinkIndex(wiki)
+    monkeypatch.undo()
+    found = links.LinkIndex(wiki).links["memory/alpha.md"]
+    assert [link.name for link in found] == ["narwal"]
