@@ -27,7 +27,7 @@ from ..fsutil import file_sha256
 from ..layout import RACY_NS
 from .columns import Base
 from .views import FileView, RowView
-from .walk import Stat, Watch, stat_as_walked, walk
+from .walk import Stat, Watch, set_ahead, stat_as_walked, walk
 
 __all__ = ["Stat", "Watch", "walk"]  # the walk's names, as the rest of the index knows them
 
@@ -329,7 +329,7 @@ def scan(
     racy_before = (state.written_ns if state else 0) - RACY_NS
     stats = walk(root, Watch(known, racy_before, on_change) if on_change is not None else None)
     changes = ScanChanges(started_ns=started)
-    suspects, changes.deleted = _suspects(stats, known, racy_before)
+    suspects, changes.deleted = _suspects(root, stats, known, racy_before, started)
     files = state.files if state else {}
     for rel in suspects:
         entry = files.get(rel)
@@ -354,7 +354,9 @@ def scan(
     return changes, stats
 
 
-def _suspects(stats: dict, known: dict, racy_before: int) -> tuple[list[str], list[str]]:
+def _suspects(
+    root: Path, stats: dict, known: dict, racy_before: int, now: int
+) -> tuple[list[str], list[str]]:
     """(the files to hash: recent, or their stat differs from known's; the known files gone).
 
     Nearly always every difference is a recent write (the racy window's files are hashed
@@ -363,6 +365,9 @@ def _suspects(stats: dict, known: dict, racy_before: int) -> tuple[list[str], li
     on the critical path of the retrieve after an edit; the comparison 7-10 ms.
     """
     recent = [rel for rel, (_, mtime) in stats.items() if mtime >= racy_before]
+    settled = set_ahead(root, [r for r in recent if stats[r][1] > now], racy_before)
+    if settled:
+        recent = [rel for rel in recent if rel not in settled]
     held = {rel: known.get(rel) for rel in recent}
     known.update((rel, stats[rel]) for rel in recent)
     if stats == known:
@@ -372,7 +377,11 @@ def _suspects(stats: dict, known: dict, racy_before: int) -> tuple[list[str], li
             del known[rel]
         else:
             known[rel] = old
-    suspects = [r for r, st in stats.items() if known.get(r) != st or st[1] >= racy_before]
+    suspects = [
+        r
+        for r, st in stats.items()
+        if known.get(r) != st or (st[1] >= racy_before and r not in settled)
+    ]
     return suspects, sorted(known.keys() - stats.keys())
 
 

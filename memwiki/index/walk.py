@@ -147,3 +147,22 @@ def stat_as_walked(root: Path, rel: str) -> Stat | None:
     if not stat.S_ISREG(info.st_mode) or not rel.endswith(".md"):
         return None
     return info.st_size, info.st_mtime_ns
+
+
+def set_ahead(root: Path, rels: list[str], before: int) -> set[str]:
+    """Of rels (files whose mtime is later than now), those last changed before `before`.
+
+    An mtime ahead of the clock was set (a copy or an archive from a device whose clock
+    runs ahead, `touch -d tomorrow`): the write that set it is older than the racy window
+    when the file's ctime, which nobody sets, is. Such a file was hashed on every scan
+    until its mtime came (60 ms a retrieve at 2,000 files). A file system whose own clock
+    runs ahead (a network share) stamps the ctime ahead too: its files stay in the window.
+    """
+    settled = set()
+    for rel in rels:
+        try:
+            if os.stat(os.path.join(root, rel)).st_ctime_ns < before:
+                settled.add(rel)
+        except OSError:
+            pass  # read as the scan reads it, and failing there says why
+    return settled
