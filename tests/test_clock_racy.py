@@ -115,3 +115,25 @@ def test_lints_link_cache_reads_again_a_note_edited_in_the_tick_of_a_slow_run(wi
     monkeypatch.undo()
     found = links.LinkIndex(wiki).links["memory/alpha.md"]
     assert [link.name for link in found] == ["narwal"]
+
+
+def test_files_written_just_before_a_build_leave_the_racy_window_once_read_again(
+    wiki, tmp_path, monkeypatch
+):
+    # A clone or a checkout writes every file a moment before the build reads them: all in
+    # the build's racy window. The first retrieve that reads them again, unchanged, moves
+    # the window past them; they were read again by every retrieve until the next edit.
+    for n in range(writing.SETTLE_MIN + 6):
+        note(wiki.root / f"memory/n{n}.md", f"word{n}")
+    index_of(wiki, tmp_path).update(need_vectors=False)
+    time.sleep(RACY_NS / 1e9 + 0.1)
+    read: list[str] = []
+    real = manifest.file_sha256
+    monkeypatch.setattr(manifest, "file_sha256", lambda p: read.append(p.name) or real(p))
+    assert found(wiki, tmp_path, "word3") == ["memory/n3.md"]
+    assert len(read) == writing.SETTLE_MIN + 6  # read again, found unchanged
+    read.clear()
+    assert found(wiki, tmp_path, "word3") == ["memory/n3.md"]
+    assert read == []
+    note(wiki.root / "memory/n5.md", "edited")  # and an edit is still seen
+    assert found(wiki, tmp_path, "edited") == ["memory/n5.md"] and read == ["n5.md"]

@@ -304,6 +304,7 @@ class ScanChanges:
     # Before the first stat. The save, seconds later (embedding, a suspended laptop), set
     # the racy window: a same-size edit in the tick of a file read in between was lost.
     started_ns: int = 0
+    settles: int = 0  # racy files hashed unchanged that a window from started_ns leaves out
 
     def racy_from(self, old: State) -> int:
         """written_ns of a state built from old with these changes (0: start unknown)."""
@@ -351,6 +352,8 @@ def scan(
         changes.changed.append(rel)
         changes.hashes[rel] = sha
     changes.changed.sort()
+    old_enough = started - RACY_NS
+    changes.settles = sum(racy_before <= stats[r][1] < old_enough for r in suspects)
     return changes, stats
 
 

@@ -197,3 +197,32 @@ def _write_vectors(index: Index, old, new, plan, need_vectors, report, items, co
     report.embedded, report.matrix = write_vectors(
         index.directory, index.root, old, new, plan, items, emb, key, index.notify, computed
     )
+
+
+# A scan that read again at least this many files of the racy window, all unchanged, moves
+# the window past them (settle): fewer cost less to read than state.pkl costs to write.
+SETTLE_MIN = 64
+
+
+def settle(index: Index, state: st.State, changes: st.ScanChanges) -> None:
+    """Move state's racy window to the start of a scan that found nothing changed, when
+    that takes many files out of it; skipped when another writer holds the lock.
+
+    Files written just before a build (a clone, a checkout, a sync's merge) were in the
+    window of the build's scan, and no later scan moved it: every retrieve read them all
+    again until the next edit (+95 ms a retrieve at 2,000 files, 2,000 files hashed).
+    """
+    if changes or changes.settles < SETTLE_MIN:
+        return
+    lock = index.lock()
+    try:
+        if not lock.try_acquire():
+            return
+    except OSError:  # a read-only sidecar: read them again next time
+        return
+    try:
+        if index.committed_state()[0] is state:  # no other writer committed since
+            state.written_ns = changes.started_ns
+            st.save(index.state_path, state)
+    finally:
+        lock.release()
