@@ -137,3 +137,18 @@ def test_files_written_just_before_a_build_leave_the_racy_window_once_read_again
     assert read == []
     note(wiki.root / "memory/n5.md", "edited")  # and an edit is still seen
     assert found(wiki, tmp_path, "edited") == ["memory/n5.md"] and read == ["n5.md"]
+
+
+def test_a_same_size_edit_whose_old_mtime_is_put_back_is_seen(wiki, tmp_path):
+    # `touch -r`, `touch -d`, `cp -p`, an archive or a deploy that stamps one fixed time:
+    # size and mtime as the index knows them, long before its window; the ctime, which
+    # no one can set, tells.
+    path = wiki.root / "memory/version.md"
+    note(path, "v1.2.3")
+    old = time.time_ns() - 3600 * 10**9
+    os.utime(path, ns=(old, old))
+    assert found(wiki, tmp_path, "v1.2.3") == ["memory/version.md"]
+    note(path, "v1.2.4")
+    os.utime(path, ns=(old, old))
+    assert found(wiki, tmp_path, "v1.2.4") == ["memory/version.md"]
+    assert found(wiki, tmp_path, "v1.2.3") == []

@@ -328,9 +328,11 @@ def scan(
     started = time.time_ns()
     known = state.files.stats() if state else {}
     racy_before = (state.written_ns if state else 0) - RACY_NS
-    stats = walk(root, Watch(known, racy_before, on_change) if on_change is not None else None)
+    watch = Watch(known, racy_before, on_change) if on_change is not None else None
+    ctimes: dict[str, int] = {}  # inodes changed in the window: a restored mtime hides none
+    stats = walk(root, watch, ctimes, racy_before)
     changes = ScanChanges(started_ns=started)
-    suspects, changes.deleted = _suspects(root, stats, known, racy_before, started)
+    suspects, changes.deleted = _suspects(root, stats, known, racy_before, started, ctimes)
     files = state.files if state else {}
     for rel in suspects:
         entry = files.get(rel)
@@ -341,8 +343,10 @@ def scan(
                 continue  # gone since the walk: the next scan finds it deleted
             # Unreadable (no permission, a symlink loop or a dangling one, a folder that
             # cannot be listed): indexed as a problem that says why, not silently left out
-            # (and, with its stat known, not tried again on every scan).
-            changes.changed.append(rel)
+            # (and, with its stat known, not tried again on every scan; nor said again when
+            # only its ctime put it in the racy window).
+            if entry is None or entry.problem is None or (entry.size, entry.mtime_ns) != stats[rel]:
+                changes.changed.append(rel)
             continue
         if entry is not None and entry.sha256 == sha:
             size, mtime = stats[rel]
@@ -353,12 +357,14 @@ def scan(
         changes.hashes[rel] = sha
     changes.changed.sort()
     old_enough = started - RACY_NS
-    changes.settles = sum(racy_before <= stats[r][1] < old_enough for r in suspects)
+    changes.settles = sum(
+        racy_before <= max(stats[r][1], ctimes.get(r, 0)) < old_enough for r in suspects
+    )
     return changes, stats
 
 
 def _suspects(
-    root: Path, stats: dict, known: dict, racy_before: int, now: int
+    root: Path, stats: dict, known: dict, racy_before: int, now: int, ctimes: dict
 ) -> tuple[list[str], list[str]]:
     """(the files to hash: recent, or their stat differs from known's; the known files gone).
 
@@ -371,6 +377,8 @@ def _suspects(
     settled = set_ahead(root, [r for r in recent if stats[r][1] > now], racy_before)
     if settled:
         recent = [rel for rel in recent if rel not in settled]
+    if ctimes:  # `touch -d`, `cp -p`, an archive: same size and mtime, a new ctime
+        recent += ctimes.keys() - set(recent)
     held = {rel: known.get(rel) for rel in recent}
     known.update((rel, stats[rel]) for rel in recent)
     if stats == known:
@@ -380,11 +388,8 @@ def _suspects(
             del known[rel]
         else:
             known[rel] = old
-    suspects = [
-        r
-        for r, st in stats.items()
-        if known.get(r) != st or (st[1] >= racy_before and r not in settled)
-    ]
+    racy = set(recent)
+    suspects = [r for r, st in stats.items() if known.get(r) != st or r in racy]
     return suspects, sorted(known.keys() - stats.keys())
 
 

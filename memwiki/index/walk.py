@@ -17,13 +17,19 @@ from ..layout import app_folders
 Stat = tuple[int, int]  # (size, mtime_ns)
 
 
-def walk(root: Path, watch: Watch | None = None) -> dict[str, Stat]:
+def walk(
+    root: Path,
+    watch: Watch | None = None,
+    changed: dict[str, int] | None = None,
+    since: int = 0,
+) -> dict[str, Stat]:
     """Every indexable markdown file under the wiki's track folders, with its size and mtime_ns.
 
     One lstat per entry, by name relative to an open descriptor of its directory: the
     stat calls are most of a 50,000-file scan, and this is about as few as a stat walk
     can make (a scandir entry's type checks and a second stat cost 10-15% more).
     watch: told of the first file whose stat differs from the one it knows, as it is found.
+    changed: given the files whose inode changed (ctime_ns) at `since` or later, with it.
     """
     found: dict[str, Stat] = {}
     try:
@@ -43,7 +49,7 @@ def walk(root: Path, watch: Watch | None = None) -> dict[str, Stat]:
             _unreadable(directory, rel, exc, found)
             continue
         try:
-            _walk_dir(fd, directory, rel, root_real, stack, found, watch, skip)
+            _walk_dir(fd, directory, rel, root_real, stack, found, watch, skip, changed, since)
             if watch is not None and watch.known is None:
                 watch = None  # it has been told: the rest of the walk runs as without it
         finally:
@@ -60,7 +66,11 @@ def _walk_dir(
     found: dict,
     watch,
     skip: frozenset[str] = frozenset(),
+    changed: dict[str, int] | None = None,
+    csince: int = 0,
 ) -> None:
+    if changed is None:
+        changed, csince = {}, 1 << 63  # nothing is that recent: the dict stays empty
     try:
         names = os.listdir(fd)
     except OSError as exc:
@@ -97,6 +107,8 @@ def _walk_dir(
         elif kind == stat.S_IFREG and name.endswith(".md"):
             key = f"{rel}/{name}"
             found[key] = value = (info.st_size, info.st_mtime_ns)
+            if info.st_ctime_ns >= csince:
+                changed[key] = info.st_ctime_ns
             if known is not None and value[1] > since and known(key) != value:
                 known = watch.known = None
                 watch.on_change(key)
