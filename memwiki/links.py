@@ -169,8 +169,13 @@ class LinkCache:
 
     def __init__(self, path):
         import pickle
+        import time
 
         self.path = path
+        # Before any note is read: the racy window of the cache this run writes ends here
+        # (stamped at the save, a note read seconds earlier and edited in its mtime tick
+        # was trusted for good, as index/manifest.py's ScanChanges.started_ns says).
+        self.opened_ns = time.time_ns()
         self.entries: dict[str, tuple[int, int, Scanned]] = {}
         self.trusted_before = 0
         self.dirty = False
@@ -214,7 +219,6 @@ class LinkCache:
     def save(self, notes: list[str]) -> None:
         """Write the cache back when anything changed (best effort: it is only a cache)."""
         import pickle
-        import time
 
         wanted = set(notes)
         if len(self.entries) != len(wanted) or not wanted.issuperset(self.entries):
@@ -224,7 +228,7 @@ class LinkCache:
             return
         from .fsutil import atomic_write_bytes
 
-        data = (LINK_CACHE_VERSION, time.time_ns(), self.entries)
+        data = (LINK_CACHE_VERSION, self.opened_ns, self.entries)
         with contextlib.suppress(OSError):
             atomic_write_bytes(self.path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
 

@@ -314,6 +314,7 @@ def _rest(changes: st.ScanChanges, hint: str) -> st.ScanChanges:
         deleted=list(changes.deleted),
         touched={rel: e for rel, e in changes.touched.items() if rel != hint},
         hashes={rel: h for rel, h in changes.hashes.items() if rel != hint},
+        started_ns=changes.started_ns,
     )
 
 
@@ -331,6 +332,9 @@ def confirm(index: Index, snap: Snapshot) -> Snapshot:
     need_vectors, inline_limit, deadline, status = pending.args
     if not pending.applied:
         if found is not None and not found[0]:
+            from .writing import settle
+
+            settle(index, snap.state, found[0])
             return snap  # nothing changed: the answer stands (or is searched in full now)
         snap.close()
         prescanned = (pending.state, *found) if found is not None else None

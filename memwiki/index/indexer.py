@@ -263,6 +263,7 @@ class Index:
                 embed = self._embed_estimate(state, changes) <= inline_limit
             wanted = embed and self._vectors_wanted(state, check_model)
             if not changes and not wanted and not state.upgraded:
+                writing.settle(self, state, changes)
                 return self._snap(state, strict=strict).open(vector_file=need_vectors)
             if self.defer_writes and not wanted:
                 from . import deferred
@@ -420,6 +421,7 @@ class Index:
                 state.files_delta.update(changes.touched)
             if changes.touched or merged:
                 state.changed()
+                state.written_ns = changes.racy_from(state)
                 st.save(self.state_path, state)
             return UpdateReport(state=state)
         return writing.apply(self, state, changes, stats, need_vectors, merge)

@@ -27,7 +27,7 @@ from ..fsutil import file_sha256
 from ..layout import RACY_NS
 from .columns import Base
 from .views import FileView, RowView
-from .walk import Stat, Watch, stat_as_walked, walk
+from .walk import Stat, Watch, set_ahead, stat_as_walked, walk
 
 __all__ = ["Stat", "Watch", "walk"]  # the walk's names, as the rest of the index knows them
 
@@ -99,7 +99,7 @@ class State:
         0  # documents Whoosh still counts in its statistics (see bm25.should_optimize)
     )
     embedder: dict | None = None  # {provider, model, dim} of the vectors
-    written_ns: int = 0
+    written_ns: int = 0  # the racy window's end: its scan's start, not its save (ScanChanges)
     format: int = FORMAT
     base: str | None = None  # manifest-<gen>.bin: files and rows at the last compaction
     files_delta: dict[str, FileEntry] = field(default_factory=dict)  # added/replaced since
@@ -290,7 +290,6 @@ def save(path: Path, state: State, compact: bool = False, write_base: bool = Fal
     if write_base:
         assert state.base_data is not None
         state.base_data.write(path.parent / str(state.base))
-    state.written_ns = time.time_ns()
     atomic_write_bytes(path, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
 
 
@@ -302,6 +301,14 @@ class ScanChanges:
     deleted: list[str] = field(default_factory=list)
     touched: dict[str, FileEntry] = field(default_factory=dict)  # same bytes, new stat
     hashes: dict[str, str] = field(default_factory=dict)  # sha256 computed for changed files
+    # Before the first stat. The save, seconds later (embedding, a suspended laptop), set
+    # the racy window: a same-size edit in the tick of a file read in between was lost.
+    started_ns: int = 0
+    settles: int = 0  # racy files hashed unchanged that a window from started_ns leaves out
+
+    def racy_from(self, old: State) -> int:
+        """written_ns of a state built from old with these changes (0: start unknown)."""
+        return self.started_ns or min(old.written_ns, time.time_ns())
 
     def __bool__(self) -> bool:
         return bool(self.changed or self.deleted or self.touched)
@@ -318,11 +325,14 @@ def scan(
     the manifest was written whose stat differs from it (a hint for a caller that can
     start on it early; the result is the answer).
     """
+    started = time.time_ns()
     known = state.files.stats() if state else {}
     racy_before = (state.written_ns if state else 0) - RACY_NS
-    stats = walk(root, Watch(known, racy_before, on_change) if on_change is not None else None)
-    changes = ScanChanges()
-    suspects, changes.deleted = _suspects(stats, known, racy_before)
+    watch = Watch(known, racy_before, on_change) if on_change is not None else None
+    ctimes: dict[str, int] = {}  # inodes changed in the window: a restored mtime hides none
+    stats = walk(root, watch, ctimes, racy_before)
+    changes = ScanChanges(started_ns=started)
+    suspects, changes.deleted = _suspects(root, stats, known, racy_before, started, ctimes)
     files = state.files if state else {}
     for rel in suspects:
         entry = files.get(rel)
@@ -333,8 +343,10 @@ def scan(
                 continue  # gone since the walk: the next scan finds it deleted
             # Unreadable (no permission, a symlink loop or a dangling one, a folder that
             # cannot be listed): indexed as a problem that says why, not silently left out
-            # (and, with its stat known, not tried again on every scan).
-            changes.changed.append(rel)
+            # (and, with its stat known, not tried again on every scan; nor said again when
+            # only its ctime put it in the racy window).
+            if entry is None or entry.problem is None or (entry.size, entry.mtime_ns) != stats[rel]:
+                changes.changed.append(rel)
             continue
         if entry is not None and entry.sha256 == sha:
             size, mtime = stats[rel]
@@ -344,10 +356,16 @@ def scan(
         changes.changed.append(rel)
         changes.hashes[rel] = sha
     changes.changed.sort()
+    old_enough = started - RACY_NS
+    changes.settles = sum(
+        racy_before <= max(stats[r][1], ctimes.get(r, 0)) < old_enough for r in suspects
+    )
     return changes, stats
 
 
-def _suspects(stats: dict, known: dict, racy_before: int) -> tuple[list[str], list[str]]:
+def _suspects(
+    root: Path, stats: dict, known: dict, racy_before: int, now: int, ctimes: dict
+) -> tuple[list[str], list[str]]:
     """(the files to hash: recent, or their stat differs from known's; the known files gone).
 
     Nearly always every difference is a recent write (the racy window's files are hashed
@@ -356,6 +374,11 @@ def _suspects(stats: dict, known: dict, racy_before: int) -> tuple[list[str], li
     on the critical path of the retrieve after an edit; the comparison 7-10 ms.
     """
     recent = [rel for rel, (_, mtime) in stats.items() if mtime >= racy_before]
+    settled = set_ahead(root, [r for r in recent if stats[r][1] > now], racy_before)
+    if settled:
+        recent = [rel for rel in recent if rel not in settled]
+    if ctimes:  # `touch -d`, `cp -p`, an archive: same size and mtime, a new ctime
+        recent += ctimes.keys() - set(recent)
     held = {rel: known.get(rel) for rel in recent}
     known.update((rel, stats[rel]) for rel in recent)
     if stats == known:
@@ -365,13 +388,15 @@ def _suspects(stats: dict, known: dict, racy_before: int) -> tuple[list[str], li
             del known[rel]
         else:
             known[rel] = old
-    suspects = [r for r, st in stats.items() if known.get(r) != st or st[1] >= racy_before]
+    racy = set(recent)
+    suspects = [r for r, st in stats.items() if known.get(r) != st or r in racy]
     return suspects, sorted(known.keys() - stats.keys())
 
 
 def scan_paths(root: Path, state: State, rels: list[str]) -> tuple[ScanChanges, dict[str, Stat]]:
     """manifest.scan for these files only: stat each as the walk does, hash those that differ."""
-    changes = ScanChanges()
+    # The other files were not looked at again: the racy window stays where it was.
+    changes = ScanChanges(started_ns=min(state.written_ns, time.time_ns()))
     stats: dict[str, Stat] = {}
     racy_before = state.written_ns - RACY_NS
     files = state.files

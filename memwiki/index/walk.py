@@ -17,13 +17,19 @@ from ..layout import app_folders
 Stat = tuple[int, int]  # (size, mtime_ns)
 
 
-def walk(root: Path, watch: Watch | None = None) -> dict[str, Stat]:
+def walk(
+    root: Path,
+    watch: Watch | None = None,
+    changed: dict[str, int] | None = None,
+    since: int = 0,
+) -> dict[str, Stat]:
     """Every indexable markdown file under the wiki's track folders, with its size and mtime_ns.
 
     One lstat per entry, by name relative to an open descriptor of its directory: the
     stat calls are most of a 50,000-file scan, and this is about as few as a stat walk
     can make (a scandir entry's type checks and a second stat cost 10-15% more).
     watch: told of the first file whose stat differs from the one it knows, as it is found.
+    changed: given the files whose inode changed (ctime_ns) at `since` or later, with it.
     """
     found: dict[str, Stat] = {}
     try:
@@ -43,7 +49,7 @@ def walk(root: Path, watch: Watch | None = None) -> dict[str, Stat]:
             _unreadable(directory, rel, exc, found)
             continue
         try:
-            _walk_dir(fd, directory, rel, root_real, stack, found, watch, skip)
+            _walk_dir(fd, directory, rel, root_real, stack, found, watch, skip, changed, since)
             if watch is not None and watch.known is None:
                 watch = None  # it has been told: the rest of the walk runs as without it
         finally:
@@ -60,7 +66,11 @@ def _walk_dir(
     found: dict,
     watch,
     skip: frozenset[str] = frozenset(),
+    changed: dict[str, int] | None = None,
+    csince: int = 0,
 ) -> None:
+    if changed is None:
+        changed, csince = {}, 1 << 63  # nothing is that recent: the dict stays empty
     try:
         names = os.listdir(fd)
     except OSError as exc:
@@ -97,6 +107,8 @@ def _walk_dir(
         elif kind == stat.S_IFREG and name.endswith(".md"):
             key = f"{rel}/{name}"
             found[key] = value = (info.st_size, info.st_mtime_ns)
+            if info.st_ctime_ns >= csince:
+                changed[key] = info.st_ctime_ns
             if known is not None and value[1] > since and known(key) != value:
                 known = watch.known = None
                 watch.on_change(key)
@@ -147,3 +159,22 @@ def stat_as_walked(root: Path, rel: str) -> Stat | None:
     if not stat.S_ISREG(info.st_mode) or not rel.endswith(".md"):
         return None
     return info.st_size, info.st_mtime_ns
+
+
+def set_ahead(root: Path, rels: list[str], before: int) -> set[str]:
+    """Of rels (files whose mtime is later than now), those last changed before `before`.
+
+    An mtime ahead of the clock was set (a copy or an archive from a device whose clock
+    runs ahead, `touch -d tomorrow`): the write that set it is older than the racy window
+    when the file's ctime, which nobody sets, is. Such a file was hashed on every scan
+    until its mtime came (60 ms a retrieve at 2,000 files). A file system whose own clock
+    runs ahead (a network share) stamps the ctime ahead too: its files stay in the window.
+    """
+    settled = set()
+    for rel in rels:
+        try:
+            if os.stat(os.path.join(root, rel)).st_ctime_ns < before:
+                settled.add(rel)
+        except OSError:
+            pass  # read as the scan reads it, and failing there says why
+    return settled
