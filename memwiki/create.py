@@ -58,7 +58,10 @@ def init_wiki(path: Path, force: bool = False, config: Config | None = None) -> 
         )
     pygit2.init_repository(str(root), initial_head="main")
     wiki = Wiki(root, config)
-    ensure_layout(root)
+    # The layout is staged by name: a developer's own excludes file (`*.md` in
+    # ~/.gitignore) kept README.md out of the first commit, and another device's clone
+    # then committed it again as "complete the wiki layout".
+    gitstore.stage_paths(wiki.repo, ensure_layout(root))
     gitstore.commit_all(wiki.repo, "memwiki: initialise the wiki\n")
     return wiki, True
 
