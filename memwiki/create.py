@@ -21,6 +21,7 @@ def init_wiki(path: Path, force: bool = False, config: Config | None = None) -> 
     import pygit2
 
     from .git import repo as gitstore
+    from .git.index_format import keep_index_readable
 
     path = Path(path).expanduser()
     if not path.exists() and not force:
@@ -58,6 +59,7 @@ def init_wiki(path: Path, force: bool = False, config: Config | None = None) -> 
         )
     pygit2.init_repository(str(root), initial_head="main")
     wiki = Wiki(root, config)
+    keep_index_readable(wiki.repo)
     # The layout is staged by name: a developer's own excludes file (`*.md` in
     # ~/.gitignore) kept README.md out of the first commit, and another device's clone
     # then committed it again as "complete the wiki layout".

@@ -11,6 +11,7 @@ from ..errors import StateError, StorageError
 from ..fsutil import is_temp_name
 from .changes import Change, Changes, classify, commit_message
 from .gitlocks import MOVED, GitBusy, HeadMoved, retry_moved, wait_for_git
+from .index_format import SPLIT_INDEX, split_index_problem
 
 SIDECAR_PREFIX = ".memwiki/"  # the sidecar: never committed, whatever .gitignore says
 
@@ -52,9 +53,10 @@ def read_index(repo: pygit2.Repository, force: bool = True) -> pygit2.Index:
         index = repo.index
         index.read(force)
     except pygit2.GitError as exc:
-        raise StorageError(
-            f"{repo.workdir.rstrip('/')}: cannot read the git index: {exc}"
-        ) from None
+        root = repo.workdir.rstrip("/")
+        if SPLIT_INDEX in str(exc):
+            raise StorageError(split_index_problem(repo)) from None
+        raise StorageError(f"{root}: cannot read the git index: {exc}") from None
     return index
 
 
@@ -171,7 +173,12 @@ def read_status(repo: pygit2.Repository) -> Status:
     several steps passes this one read down instead of reading it again.
     """
     wait_for_git(repo)
-    return repo.status()
+    try:
+        return repo.status()
+    except pygit2.GitError as exc:
+        if SPLIT_INDEX in str(exc):
+            raise StorageError(split_index_problem(repo)) from None
+        raise
 
 
 def _changed(status: Status) -> list[str]:

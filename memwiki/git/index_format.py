@@ -1,0 +1,33 @@
+"""What a developer's git configuration makes git write that libgit2 cannot read: a split
+index (core.splitIndex), said in one line with what to run, and kept from coming back."""
+
+from __future__ import annotations
+
+import pygit2
+
+# The extension git writes when core.splitIndex is true (`git status` with it in
+# ~/.gitconfig); libgit2 cannot read such an index and names the extension.
+SPLIT_INDEX = "'link'"
+
+
+def keep_index_readable(repo: pygit2.Repository) -> bool:
+    """Set core.splitIndex = false in the wiki's own config when the developer's git config
+    turns it on (libgit2 cannot read a split index); True if it was set."""
+    try:
+        if not repo.config.get_bool("core.splitIndex"):
+            return False
+        repo.config["core.splitIndex"] = False  # the repository's .git/config
+    except (pygit2.GitError, KeyError, OSError):
+        return False
+    return True
+
+
+def split_index_problem(repo: pygit2.Repository) -> str:
+    """The one line for a git index in split form: what it is, what memwiki did, what to run."""
+    root = repo.workdir.rstrip("/")
+    keep_index_readable(repo)  # so git does not split it again once joined
+    return (
+        f"{root}: the git index is split (git's core.splitIndex), which memwiki's git library "
+        f"cannot read; the wiki's .git/config now says core.splitIndex = false: run "
+        f"`git -C {root} update-index --no-split-index` once, then the memwiki command again"
+    )
