@@ -63,7 +63,8 @@ def test_the_wikis_own_gitignore_still_decides_in_process(wiki, git) -> None:
     search paths are as they were afterwards."""
     import pygit2
 
-    from memwiki.git.ignored import ignored_by_the_wiki, tracked_but_ignored
+    from memwiki.git.excludes import ignored_by_the_wiki
+    from memwiki.git.ignored import tracked_but_ignored
 
     _personal_excludes("*.md\n")
     (wiki.root / "memory" / "kept.md").write_text(NOTE.format(name="kept"))
@@ -92,3 +93,85 @@ def test_init_commits_its_whole_layout_whatever_the_personal_excludes(
         git(root, "ls-files").split()
     )
     assert git(root, "status", "--porcelain") == ""
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "memorize"
+
+
+def test_a_memorize_run_keeps_the_notes_a_personal_excludes_file_ignores(
+    wiki, run_memwiki, git, monkeypatch
+) -> None:
+    """Bug: with `*.md` in a global excludes file, memorize commit staged nothing of what
+    the executor wrote, reported an empty run and deleted its workspace: memory lost."""
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("MEMWIKI_EMBED", "none")
+    _personal_excludes("*.md\n")
+    session = EXAMPLES / "session-flaky-test.json"
+    prep = run_memwiki("-w", wiki.root, "memorize", "prepare", session, "--json")
+    assert prep.returncode == 0, prep.stderr
+    data = json.loads(prep.stdout)
+    executor = [sys.executable, str(EXAMPLES / "executor.py"), data["executor_prompt"]]
+    subprocess.run(executor, check=True, capture_output=True, timeout=60)
+    done = run_memwiki("-w", wiki.root, "memorize", "commit", data["run_id"], "--json")
+    assert done.returncode == 0, done.stderr
+    created = json.loads(done.stdout)["created"]
+    assert created and all(p in git(wiki.root, "ls-files").split() for p in created)
+
+
+def test_hand_written_notes_a_personal_excludes_file_ignores_are_committed_and_synced(
+    tmp_path, run_memwiki, git
+) -> None:
+    """Bug: `notes.md` and `build/` in a global excludes file kept memory/notes.md and
+    memory/build/*.md out of `memwiki commit` and sync: on one device only, silently.
+    What the wiki's own .gitignore ignores, and junk only the personal file ignores, stay
+    out."""
+    _personal_excludes("notes.md\nbuild/\n*.log\n.idea/\n")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    root = tmp_path / "wiki"
+    assert run_memwiki("init", root, "--remote", remote).returncode == 0
+    (root / ".gitignore").write_text((root / ".gitignore").read_text() + "memory/private-*\n")
+    git(root, "add", ".gitignore")
+    git(root, "commit", "-q", "-m", "private notes stay here")
+    (root / "memory" / "build").mkdir()
+    for rel in ("memory/notes.md", "memory/build/ci.md", "memory/private-diary.md"):
+        (root / rel).write_text(NOTE.format(name=Path(rel).stem))
+    (root / "memory" / "debug.log").write_text("junk\n")
+    (root / ".idea").mkdir()
+    (root / ".idea" / "workspace.xml").write_text("<x/>\n")
+    done = run_memwiki("-w", root, "sync")
+    assert done.returncode == 0, done.stderr
+    files = set(git(root, "ls-files").split())
+    assert {"memory/notes.md", "memory/build/ci.md"} <= files
+    assert not files & {"memory/private-diary.md", "memory/debug.log", ".idea/workspace.xml"}
+    other = tmp_path / "other"
+    assert run_memwiki("clone", remote, other).returncode == 0
+    assert (other / "memory" / "build" / "ci.md").is_file()
+    assert (other / "memory" / "notes.md").read_text() == NOTE.format(name="notes")
+    assert run_memwiki("-w", root, "commit").stdout.strip() == "Nothing to commit"
+
+
+def test_no_personal_excludes_file_costs_no_second_status_walk(wiki) -> None:
+    """The common case (no excludes file anywhere) never looks for ignored notes; git's
+    default excludes file counts as one."""
+    import pygit2
+    import pytest
+
+    from memwiki.git import excludes
+    from memwiki.git.repo import read_status
+
+    with libgit2_reads_home():
+        repo = pygit2.Repository(str(wiki.root))
+        assert not excludes.has_personal_excludes(repo)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(excludes, "notes_only_you_ignore", None)  # would fail if called
+            assert read_status(repo) == {}
+        ignore = Path(os.environ["HOME"]) / ".config" / "git" / "ignore"
+        ignore.parent.mkdir(parents=True)
+        ignore.write_text("*.md\n")  # git's default excludes file, no setting needed
+        (wiki.root / "memory" / "x.md").write_text(NOTE.format(name="x"))
+        assert excludes.has_personal_excludes(repo)
+        status = read_status(pygit2.Repository(str(wiki.root)))
+        assert status["memory/x.md"] == pygit2.GIT_STATUS_WT_NEW

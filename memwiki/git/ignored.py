@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pygit2
 
+from .excludes import ignored_by_the_wiki
 from .repo import commit_index, is_private, read_index, write_index
 
 
@@ -26,39 +27,6 @@ def ensure_gitignore(root: Path) -> bool:
     sep = "" if not text or text.endswith("\n") else "\n"
     atomic_write_text(path, text + sep + "\n".join(missing) + "\n")
     return True
-
-
-# The git configuration outside the wiki: the places libgit2 looks for ~/.gitconfig, the XDG
-# git/config and git/ignore, /etc/gitconfig.
-_OUTSIDE = (
-    pygit2.enums.ConfigLevel.GLOBAL,
-    pygit2.enums.ConfigLevel.XDG,
-    pygit2.enums.ConfigLevel.SYSTEM,
-    pygit2.enums.ConfigLevel.PROGRAMDATA,
-)
-
-
-def ignored_by_the_wiki(repo: pygit2.Repository, paths: list[str]) -> list[str]:
-    """Those of paths that the wiki's own ignore rules ignore: its .gitignore files (and
-    .git/info/exclude), not a developer's personal core.excludesFile or ~/.config/git/ignore.
-
-    Bug it prevents: a global excludes file written for code repositories (`*.md`,
-    `.obsidian/`) made doctor call every note "ignored but still tracked" and `memwiki
-    untrack-ignored` untrack them all in one commit, which sync then deleted on every
-    other device. libgit2 reads those files when it opens a repository and first looks at
-    its ignore rules, so the wiki is opened once more with its search paths emptied.
-    """
-    if not paths:
-        return []
-    saved = {level: pygit2.settings.search_path[level] for level in _OUTSIDE}
-    try:
-        for level in _OUTSIDE:
-            pygit2.settings.search_path[level] = ""
-        own = pygit2.Repository(repo.path)
-        return [p for p in paths if own.path_is_ignored(p)]
-    finally:
-        for level, value in saved.items():
-            pygit2.settings.search_path[level] = value
 
 
 def tracked_but_ignored(repo: pygit2.Repository) -> list[str]:

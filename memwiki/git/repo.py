@@ -172,13 +172,20 @@ def read_status(repo: pygit2.Repository) -> Status:
     A full scan of the work tree (20,000 files: about 40 ms); a caller that needs it for
     several steps passes this one read down instead of reading it again.
     """
+    from .excludes import has_personal_excludes, notes_only_you_ignore
+
     wait_for_git(repo)
+    personal = has_personal_excludes(repo)
     try:
-        return repo.status()
+        status = repo.status(ignored=personal)  # as fast: ignored folders are not entered
     except pygit2.GitError as exc:
         if SPLIT_INDEX in str(exc):
             raise StorageError(split_index_problem(repo)) from None
         raise
+    if personal:  # notes only the developer's own excludes file ignores: new files too
+        found = notes_only_you_ignore(repo, status)
+        status.update(dict.fromkeys(found, pygit2.GIT_STATUS_WT_NEW))
+    return status
 
 
 def _changed(status: Status) -> list[str]:
@@ -233,7 +240,7 @@ def stage_all(
     refuse_unfinished(repo, index)
     workdir = Path(repo.workdir)
     held: dict[str, str] = {}
-    for path, flags in (repo.status() if status is None else status).items():
+    for path, flags in (read_status(repo) if status is None else status).items():
         if flags & pygit2.GIT_STATUS_IGNORED or path in skip or is_private(path):
             if flags & pygit2.GIT_STATUS_WT_NEW and is_temp_name(path.rsplit("/", 1)[-1]):
                 _drop_stale_temp(workdir / path)
@@ -265,7 +272,7 @@ def pending_paths(repo: pygit2.Repository, status: Status | None = None) -> list
     wt = _WT_CHANGED | pygit2.GIT_STATUS_WT_DELETED
     return sorted(
         p
-        for p, f in (repo.status() if status is None else status).items()
+        for p, f in (read_status(repo) if status is None else status).items()
         if f & wt and not f & pygit2.GIT_STATUS_IGNORED and not is_private(p)
     )
 
