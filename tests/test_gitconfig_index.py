@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 
+import pytest
 from gitconfig_home import write_gitconfig
 
 
@@ -32,3 +34,24 @@ def test_a_split_index_git_wrote_is_one_line_and_memwiki_keeps_it_from_coming_ba
     assert done.returncode == 0, done.stderr
     assert "memory/split.md" in git(root, "ls-files")
     assert git(root, "status", "--porcelain") == ""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_a_wiki_another_user_owns_says_so_and_safe_directory_opens_it(
+    tmp_path, run_memwiki, git
+) -> None:
+    """Bug: a wiki owned by another uid (a copy from another account, a shared folder)
+    was called "not a git repository"; git's own safe.directory is the way in."""
+    root = tmp_path / "wiki"
+    assert run_memwiki("init", root).returncode == 0
+    tmp_path.chmod(0o755)
+    for path in [root, *root.rglob("*")]:
+        os.lchown(path, 65534, 65534)
+    done = run_memwiki("-w", root, "add", "memory", "owned", "-d", "d", input="body")
+    assert done.returncode == 5 and done.stderr.count("\n") == 1, done.stderr
+    assert "another user owns" in done.stderr and "not a git repository" not in done.stderr
+    assert f"safe.directory {root}" in done.stderr
+    write_gitconfig(f"[safe]\n\tdirectory = {root}\n")
+    done = run_memwiki("-w", root, "add", "memory", "owned", "-d", "d", input="body")
+    assert done.returncode == 0, done.stderr
+    assert "memory/owned.md" in git(root, "ls-files")

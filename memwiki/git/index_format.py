@@ -1,7 +1,10 @@
-"""What a developer's git configuration makes git write that libgit2 cannot read: a split
-index (core.splitIndex), said in one line with what to run, and kept from coming back."""
+"""What libgit2 cannot read or refuses to open because of a developer's git set-up, said in
+one line with what to run: a split index (core.splitIndex, also kept from coming back), a
+repository another user owns (safe.directory)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pygit2
 
@@ -30,4 +33,15 @@ def split_index_problem(repo: pygit2.Repository) -> str:
         f"{root}: the git index is split (git's core.splitIndex), which memwiki's git library "
         f"cannot read; the wiki's .git/config now says core.splitIndex = false: run "
         f"`git -C {root} update-index --no-split-index` once, then the memwiki command again"
+    )
+
+
+def not_yours(path: Path, exc: Exception) -> str | None:
+    """The line for git's safe.directory refusal (CVE-2022-24765, made by libgit2 too), or
+    None: it used to read "not a git repository", of a wiki that plainly is one."""
+    if "not owned by current user" not in str(exc):
+        return None
+    return (
+        f"{path}: git refuses a repository another user owns; if it is yours to use: "
+        f"`git config --global --add safe.directory {path}`"
     )
