@@ -46,6 +46,7 @@ def init_wiki(path: Path, force: bool = False, config: Config | None = None) -> 
                 f"{root} is a git repository but not a memwiki wiki; "
                 "choose another place or pass --force to add the wiki layout to it"
             )
+        keep_index_readable(wiki.repo)  # a clone, a repository made by git
         changed = ensure_layout(root)
         if changed:
             # Only the layout files: the person's own uncommitted work stays uncommitted.

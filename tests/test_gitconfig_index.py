@@ -19,6 +19,9 @@ def test_a_split_index_git_wrote_is_one_line_and_memwiki_keeps_it_from_coming_ba
     root = tmp_path / "wiki"
     assert run_memwiki("init", root).returncode == 0
     assert git(root, "config", "--local", "core.splitIndex") == "false\n"  # set by init
+    clone = tmp_path / "clone"
+    assert run_memwiki("clone", root, clone).returncode == 0
+    assert git(clone, "config", "--local", "core.splitIndex") == "false\n"  # and by clone
     git(root, "config", "--local", "--unset", "core.splitIndex")  # a wiki an older init made
     git(root, "update-index", "--split-index")
     done = run_memwiki("-w", root, "add", "memory", "split", "-d", "d", input="body")
