@@ -39,3 +39,29 @@ def test_a_global_hooks_path_is_named_with_its_file_not_a_hint_that_does_nothing
     done = run_memwiki("-w", root, "hooks", "install", env={"PATH": path})
     assert done.returncode == 5
     assert f"git -C {root} config --unset-all core.hooksPath" in done.stderr
+
+
+def test_a_global_pre_push_hook_refusing_sync_is_named_with_its_reason(
+    tmp_path, run_memwiki, git
+) -> None:
+    """Bug: a pre-push hook in a global core.hooksPath (husky, a secret scanner) refusing
+    memwiki's push was reported as git's "failed to push some refs": its reason, and that
+    a hook refused at all, were dropped. The commit stays, and pushes once it passes."""
+    hooks = tmp_path / "global-hooks"
+    hooks.mkdir()
+    hook = hooks / "pre-push"
+    hook.write_text('#!/bin/sh\n[ -e "$HOOK_OK" ] && exit 0\necho "npm test failed" >&2\nexit 1\n')
+    hook.chmod(0o755)
+    write_gitconfig(f"[core]\n\thooksPath = {hooks}\n")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    root = tmp_path / "wiki"
+    assert run_memwiki("init", root, "--remote", remote).returncode == 0
+    ok = tmp_path / "ok"
+    done = run_memwiki("-w", root, "sync", env={"HOOK_OK": str(ok)})
+    assert done.returncode == 5 and done.stderr.count("\n") == 1, done.stderr
+    assert f"the pre-push hook {hook} refused it (npm test failed)" in done.stderr
+    ok.touch()
+    done = run_memwiki("-w", root, "sync", env={"HOOK_OK": str(ok)})
+    assert done.returncode == 0, done.stderr
+    assert git(remote, "rev-parse", "main") == git(root, "rev-parse", "HEAD")
