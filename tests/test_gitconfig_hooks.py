@@ -50,7 +50,10 @@ def test_a_global_pre_push_hook_refusing_sync_is_named_with_its_reason(
     hooks = tmp_path / "global-hooks"
     hooks.mkdir()
     hook = hooks / "pre-push"
-    hook.write_text('#!/bin/sh\n[ -e "$HOOK_OK" ] && exit 0\necho "npm test failed" >&2\nexit 1\n')
+    hook.write_text(
+        '#!/bin/sh\n[ -e "$HOOK_OK" ] && exit 0\n[ -n "$HOOK_HANG" ] && exec sleep 30\n'
+        'echo "npm test failed" >&2\nexit 1\n'
+    )
     hook.chmod(0o755)
     write_gitconfig(f"[core]\n\thooksPath = {hooks}\n")
     remote = tmp_path / "remote.git"
@@ -61,6 +64,10 @@ def test_a_global_pre_push_hook_refusing_sync_is_named_with_its_reason(
     done = run_memwiki("-w", root, "sync", env={"HOOK_OK": str(ok)})
     assert done.returncode == 5 and done.stderr.count("\n") == 1, done.stderr
     assert f"the pre-push hook {hook} refused it (npm test failed)" in done.stderr
+    hang = {"HOOK_OK": str(ok), "HOOK_HANG": "1", "MEMWIKI_GIT_TIMEOUT_S": "1"}
+    done = run_memwiki("-w", root, "sync", env=hang)  # it hangs: not only the remote named
+    assert done.returncode == 5 and done.stderr.count("\n") == 1, done.stderr
+    assert "sent nothing for 1 s" in done.stderr and str(hook) in done.stderr
     ok.touch()
     done = run_memwiki("-w", root, "sync", env={"HOOK_OK": str(ok)})
     assert done.returncode == 0, done.stderr

@@ -107,7 +107,11 @@ def _push_git(repo: pygit2.Repository, name: str, spec: str, config, url: str) -
     try:
         run = run_git(["push", "--progress", "--porcelain", name, spec], config, Path(repo.workdir))
     except NetworkTimeout as exc:
-        raise explain(None, url, "push to", exc) from None
+        said = explain(None, url, "push to", exc).message
+        hook = _pre_push_hook(repo)
+        if hook is not None:  # it may be what hung: a hook waiting for input, a slow test
+            said += f"; the pre-push hook {hook} runs within that time too"
+        raise StorageError(said) from None
     messages = tuple(run.remote_lines)
     statuses = [ln.split("\t") for ln in run.stdout.splitlines() if ln.count("\t") >= 2]
     # Another push that updated the branch between the server's advertisement and ours (a
