@@ -1,9 +1,10 @@
 """What libgit2 cannot read or refuses to open because of a developer's git set-up, said in
 one line with what to run: a split index (core.splitIndex, also kept from coming back), a
-repository another user owns (safe.directory)."""
+repository another user owns (safe.directory), reftable refs or SHA-256 objects."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pygit2
@@ -36,12 +37,26 @@ def split_index_problem(repo: pygit2.Repository) -> str:
     )
 
 
-def not_yours(path: Path, exc: Exception) -> str | None:
-    """The line for git's safe.directory refusal (CVE-2022-24765, made by libgit2 too), or
+def unreadable(path: Path, exc: Exception) -> str | None:
+    """The line for a repository libgit2 refuses to open because of how git was set up, or
     None: it used to read "not a git repository", of a wiki that plainly is one."""
-    if "not owned by current user" not in str(exc):
-        return None
-    return (
-        f"{path}: git refuses a repository another user owns; if it is yours to use: "
-        f"`git config --global --add safe.directory {path}`"
-    )
+    said = str(exc)
+    if "not owned by current user" in said:  # git's safe.directory (CVE-2022-24765)
+        return (
+            f"{path}: git refuses a repository another user owns; if it is yours to use: "
+            f"`git config --global --add safe.directory {path}`"
+        )
+    if "extensions.refstorage" in said:  # init.defaultRefFormat = reftable (git 2.45+)
+        return (
+            f"{path}: its refs are in git's reftable format, which memwiki's git library "
+            f"cannot read: `git -C {path} refs migrate --ref-format=files` converts them"
+        )
+    if "object format" in said:  # extensions.objectFormat = sha256
+        return (
+            f"{path}: it names objects with SHA-256, which memwiki's git library cannot "
+            "read: a wiki needs a SHA-1 repository"
+        )
+    found = re.search(r"unsupported extension name (\S+)", said)
+    if found:
+        return f"{path}: it uses git's {found.group(1)}, which memwiki's git library cannot read"
+    return None

@@ -212,6 +212,12 @@ def push(repo: pygit2.Repository, name: str, ref_name: str, upstream: str, confi
 # ---------------------------------------------------------------- clone and ls-remote
 
 
+# `git clone` reads the developer's git config: a remote named by clone.defaultRemoteName
+# made `memwiki sync` fail with "no remote 'origin'", and init.defaultRefFormat = reftable
+# (git 2.45+; git 3's default) makes refs libgit2 cannot read. A wiki gets git's defaults.
+CLONE_AS_A_WIKI = ["-c", "init.defaultRefFormat=files", "clone", "--origin", "origin"]
+
+
 def clone_into(url: str, target: Path, config) -> pygit2.Repository:
     """Clone url into target (which must not exist); one clear error when it fails."""
     if find_git(config) is None:
@@ -221,7 +227,7 @@ def clone_into(url: str, target: Path, config) -> pygit2.Repository:
         except (pygit2.GitError, MemwikiError) as exc:
             raise _fallback_error(callbacks, exc, "clone", config) from None
     try:
-        run = run_git(["clone", "--progress", "--", url, str(target)], config)
+        run = run_git([*CLONE_AS_A_WIKI, "--progress", "--", url, str(target)], config)
     except NetworkTimeout as exc:
         raise explain(None, url, "clone", exc) from None
     if run.returncode != 0:

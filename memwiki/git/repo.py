@@ -11,7 +11,7 @@ from ..errors import StateError, StorageError
 from ..fsutil import is_temp_name
 from .changes import Change, Changes, classify, commit_message
 from .gitlocks import MOVED, GitBusy, HeadMoved, retry_moved, wait_for_git
-from .index_format import SPLIT_INDEX, not_yours, split_index_problem
+from .index_format import SPLIT_INDEX, split_index_problem, unreadable
 
 SIDECAR_PREFIX = ".memwiki/"  # the sidecar: never committed, whatever .gitignore says
 
@@ -32,7 +32,7 @@ def open_repo(path: Path) -> pygit2.Repository:
     try:
         return pygit2.Repository(str(path))
     except pygit2.GitError as exc:
-        problem = not_yours(path, exc)
+        problem = unreadable(path, exc)
         raise StorageError(problem or f"{path}: not a git repository ({exc})") from None
 
 
