@@ -139,6 +139,9 @@ def test_hand_written_notes_a_personal_excludes_file_ignores_are_committed_and_s
     for rel in ("memory/notes.md", "memory/build/ci.md", "memory/private-diary.md"):
         (root / rel).write_text(NOTE.format(name=Path(rel).stem))
     (root / "memory" / "debug.log").write_text("junk\n")
+    clone = root / "memory" / "build" / "tool"  # a repository in an ignored folder
+    git(tmp_path, "init", "-q", str(clone))
+    (clone / "README.md").write_text("# a tool\n")
     (root / ".idea").mkdir()
     (root / ".idea" / "workspace.xml").write_text("<x/>\n")
     done = run_memwiki("-w", root, "sync")
@@ -146,6 +149,7 @@ def test_hand_written_notes_a_personal_excludes_file_ignores_are_committed_and_s
     files = set(git(root, "ls-files").split())
     assert {"memory/notes.md", "memory/build/ci.md"} <= files
     assert not files & {"memory/private-diary.md", "memory/debug.log", ".idea/workspace.xml"}
+    assert not any(f.startswith("memory/build/tool") for f in files)
     other = tmp_path / "other"
     assert run_memwiki("clone", remote, other).returncode == 0
     assert (other / "memory" / "build" / "ci.md").is_file()

@@ -62,6 +62,9 @@ def _is_note(path: str) -> bool:
 def _notes_under(root: str, folder: str, limit: int) -> list[str]:
     found: list[str] = []
     for here, dirs, files in os.walk(os.path.join(root, folder)):
+        if ".git" in dirs or ".git" in files:  # a repository cloned here: never its files
+            dirs[:] = []
+            continue
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))  # symlinks: not followed
         rel = os.path.relpath(here, root).replace(os.sep, "/")
         found += [f"{rel}/{f}" for f in sorted(files) if f.endswith(".md") and f[0] != "."]
