@@ -90,6 +90,7 @@ def run_install(wiki: Wiki, config_written: bool = False) -> HookSetup:
             text=True,
             timeout=INSTALL_TIMEOUT_S,
             stdin=subprocess.DEVNULL,
+            env=wiki.config.child_env,  # without a GIT_DIR naming another repository
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise StorageError(f"`pre-commit install` could not run: {exc}") from None
@@ -97,14 +98,14 @@ def run_install(wiki: Wiki, config_written: bool = False) -> HookSetup:
     if done.returncode != 0:
         last = output.splitlines()[-1] if output else f"exit code {done.returncode}"
         if "hooksPath" in output:
-            last = _hooks_path_problem(wiki.root) or last
+            last = _hooks_path_problem(wiki.root, wiki.config.child_env) or last
         raise StorageError(f"`pre-commit install` failed in {wiki.root}: {last}")
     setup.installed = True
     setup.message = output.splitlines()[-1] if output else "pre-commit installed"
     return setup
 
 
-def _hooks_path_problem(root: Path) -> str | None:
+def _hooks_path_problem(root: Path, env: dict[str, str]) -> str | None:
     """Why pre-commit refused: where core.hooksPath is set and what that leaves, or None.
 
     pre-commit's own hint (`git config --unset-all core.hooksPath`) does nothing in the
@@ -115,6 +116,7 @@ def _hooks_path_problem(root: Path) -> str | None:
         done = subprocess.run(
             ["git", "config", "--show-origin", "--get", "core.hooksPath"],
             cwd=root,
+            env=env,
             capture_output=True,
             text=True,
             timeout=10,
