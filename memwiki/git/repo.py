@@ -11,20 +11,10 @@ from ..errors import StateError, StorageError
 from ..fsutil import is_temp_name
 from .changes import Change, Changes, classify, commit_message
 from .gitlocks import MOVED, GitBusy, HeadMoved, retry_moved, wait_for_git
+from .identity import signature
 from .index_format import SPLIT_INDEX, split_index_problem, unreadable
 
 SIDECAR_PREFIX = ".memwiki/"  # the sidecar: never committed, whatever .gitignore says
-
-FALLBACK_NAME = "memwiki"
-FALLBACK_EMAIL = "memwiki@localhost"
-
-
-def signature(repo: pygit2.Repository) -> pygit2.Signature:
-    """The user's git identity, or memwiki's own when none is configured."""
-    try:
-        return repo.default_signature
-    except (KeyError, pygit2.GitError):
-        return pygit2.Signature(FALLBACK_NAME, FALLBACK_EMAIL)
 
 
 def open_repo(path: Path) -> pygit2.Repository:
