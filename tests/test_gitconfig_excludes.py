@@ -127,7 +127,7 @@ def test_hand_written_notes_a_personal_excludes_file_ignores_are_committed_and_s
     memory/build/*.md out of `memwiki commit` and sync: on one device only, silently.
     What the wiki's own .gitignore ignores, and junk only the personal file ignores, stay
     out."""
-    _personal_excludes("notes.md\nbuild/\n*.log\n.idea/\n")
+    _personal_excludes("notes.md\nbuild/\n*.log\n.idea/\nnode_modules/\n")
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
     root = tmp_path / "wiki"
@@ -142,6 +142,8 @@ def test_hand_written_notes_a_personal_excludes_file_ignores_are_committed_and_s
     clone = root / "memory" / "build" / "tool"  # a repository in an ignored folder
     git(tmp_path, "init", "-q", str(clone))
     (clone / "README.md").write_text("# a tool\n")
+    (root / "node_modules" / "pkg").mkdir(parents=True)  # a folder of markdown, not notes
+    (root / "node_modules" / "pkg" / "README.md").write_text("# pkg\n")
     (root / ".idea").mkdir()
     (root / ".idea" / "workspace.xml").write_text("<x/>\n")
     done = run_memwiki("-w", root, "sync")
@@ -149,7 +151,7 @@ def test_hand_written_notes_a_personal_excludes_file_ignores_are_committed_and_s
     files = set(git(root, "ls-files").split())
     assert {"memory/notes.md", "memory/build/ci.md"} <= files
     assert not files & {"memory/private-diary.md", "memory/debug.log", ".idea/workspace.xml"}
-    assert not any(f.startswith("memory/build/tool") for f in files)
+    assert not any(f.startswith(("memory/build/tool", "node_modules/")) for f in files)
     other = tmp_path / "other"
     assert run_memwiki("clone", remote, other).returncode == 0
     assert (other / "memory" / "build" / "ci.md").is_file()

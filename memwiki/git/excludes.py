@@ -7,6 +7,8 @@ import os
 
 import pygit2
 
+from ..layout import OWN_TRACKS
+
 # The git configuration outside the wiki: the places libgit2 looks for ~/.gitconfig, the XDG
 # git/config and git/ignore, /etc/gitconfig.
 _OUTSIDE = (
@@ -88,11 +90,12 @@ def notes_only_you_ignore(repo: pygit2.Repository, status: dict[str, int]) -> li
     root = repo.workdir
     candidates: list[str] = []
     for path, flags in status.items():
-        if flags & pygit2.GIT_STATUS_IGNORED and _is_note(path):
-            if path.endswith("/"):
-                candidates += _notes_under(root, path.rstrip("/"), MAX_NOTES)
-            else:
-                candidates.append(path)
+        if not flags & pygit2.GIT_STATUS_IGNORED or not _is_note(path):
+            continue
+        if not path.endswith("/"):
+            candidates.append(path)
+        elif path.split("/")[0] in OWN_TRACKS:  # memory/build/: notes; node_modules/: not
+            candidates += _notes_under(root, path.rstrip("/"), MAX_NOTES)
     if not candidates:
         return []
     kept_out = set(ignored_by_the_wiki(repo, candidates))
