@@ -248,6 +248,28 @@ def _check(setting: Setting) -> None:
             )
 
 
+# What tells a git command which repository it is in (git sets them for its hooks; a
+# dotfiles set-up may export GIT_DIR): never passed on. Bug it prevents: run from a code
+# repository's git hook, or under GIT_DIR=~/.dotfiles, sync's `git fetch`/`git push`
+# worked on that repository ("'origin' does not appear to be a git repository", or its
+# own origin), `pre-commit install` installed there, clone refused the GIT_WORK_TREE.
+GIT_REPOSITORY_ENV = frozenset(
+    {
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_COMMON_DIR",
+        "GIT_PREFIX",
+        "GIT_IMPLICIT_WORK_TREE",
+        "GIT_NAMESPACE",
+        "GIT_SHALLOW_FILE",
+        "GIT_GRAFT_FILE",
+    }
+)
+
+
 def load(
     options: dict[str, str | None] | None = None, environ: dict[str, str] | None = None
 ) -> Config:
@@ -270,8 +292,9 @@ def load(
             settings[key] = Setting(key, value, "default")
         _check(settings[key])
     host_env = {k: env[k] for k in HOST_ENV if k in env}
+    child_env = {k: v for k, v in env.items() if k not in GIT_REPOSITORY_ENV}
     return Config(
-        settings=settings, config_file=cfg_path, host_env=host_env, home=home, child_env=env
+        settings=settings, config_file=cfg_path, host_env=host_env, home=home, child_env=child_env
     )
 
 

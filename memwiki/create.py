@@ -21,6 +21,7 @@ def init_wiki(path: Path, force: bool = False, config: Config | None = None) -> 
     import pygit2
 
     from .git import repo as gitstore
+    from .git.index_format import keep_index_readable
 
     path = Path(path).expanduser()
     if not path.exists() and not force:
@@ -45,6 +46,7 @@ def init_wiki(path: Path, force: bool = False, config: Config | None = None) -> 
                 f"{root} is a git repository but not a memwiki wiki; "
                 "choose another place or pass --force to add the wiki layout to it"
             )
+        keep_index_readable(wiki.repo)  # a clone, a repository made by git
         changed = ensure_layout(root)
         if changed:
             # Only the layout files: the person's own uncommitted work stays uncommitted.
@@ -58,7 +60,11 @@ def init_wiki(path: Path, force: bool = False, config: Config | None = None) -> 
         )
     pygit2.init_repository(str(root), initial_head="main")
     wiki = Wiki(root, config)
-    ensure_layout(root)
+    keep_index_readable(wiki.repo)
+    # The layout is staged by name: a developer's own excludes file (`*.md` in
+    # ~/.gitignore) kept README.md out of the first commit, and another device's clone
+    # then committed it again as "complete the wiki layout".
+    gitstore.stage_paths(wiki.repo, ensure_layout(root))
     gitstore.commit_all(wiki.repo, "memwiki: initialise the wiki\n")
     return wiki, True
 

@@ -67,6 +67,10 @@ def _git(wiki) -> Check:
             detail += " (run `memwiki commit`)"
         return Check("git", True, detail)
     except Exception as exc:  # anything git says wrong is a broken setup
+        from .git.index_format import SPLIT_INDEX, split_index_problem
+
+        if SPLIT_INDEX in str(exc):
+            return Check("git", False, split_index_problem(wiki.repo))
         return Check("git", False, f"{type(exc).__name__}: {exc}")
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pygit2
 
+from .excludes import ignored_by_the_wiki
 from .repo import commit_index, is_private, read_index, write_index
 
 
@@ -29,9 +30,12 @@ def ensure_gitignore(root: Path) -> bool:
 
 
 def tracked_but_ignored(repo: pygit2.Repository) -> list[str]:
-    """Committed files that .gitignore now ignores (per-device state, junk, the sidecar)."""
+    """Committed files that the wiki's .gitignore now ignores (per-device state, junk, the
+    sidecar); what only the developer's own excludes file ignores stays tracked."""
     index = read_index(repo)
-    return sorted(e.path for e in index if is_private(e.path) or repo.path_is_ignored(e.path))
+    private = [e.path for e in index if is_private(e.path)]
+    candidates = [e.path for e in index if not is_private(e.path) and repo.path_is_ignored(e.path)]
+    return sorted(private + ignored_by_the_wiki(repo, candidates))
 
 
 def untrack_ignored(repo: pygit2.Repository) -> tuple[str | None, list[str]]:

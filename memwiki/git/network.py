@@ -7,6 +7,7 @@ StorageError; transport.py runs git, credentials.py holds libgit2's fallback cre
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ import pygit2
 from ..errors import MemwikiError, StorageError
 from ..lock import FileLock
 from .credentials import Callbacks, host_of, is_push_race, redact, transport
-from .transport import GitRun, NetworkTimeout, explain, find_git, run_git
+from .transport import GitRun, NetworkTimeout, explain, find_git, hook_said, run_git
 
 # A ref lock a dead push left in a remote on this machine (git's and libgit2's wording).
 _LOCK_FAILURE = re.compile(r"(?:failed to lock file|Unable to create) '([^']+\.lock)'")
@@ -128,7 +129,11 @@ def _push_git(repo: pygit2.Repository, name: str, spec: str, config, url: str) -
     try:
         run = run_git(["push", "--progress", "--porcelain", name, spec], config, Path(repo.workdir))
     except NetworkTimeout as exc:
-        raise explain(None, url, "push to", exc) from None
+        said = explain(None, url, "push to", exc).message
+        hook = _pre_push_hook(repo)
+        if hook is not None:  # it may be what hung: a hook waiting for input, a slow test
+            said += f"; the pre-push hook {hook} runs within that time too"
+        raise StorageError(said) from None
     messages = tuple(run.remote_lines)
     statuses = [ln.split("\t") for ln in run.stdout.splitlines() if ln.count("\t") >= 2]
     # Another push that updated the branch between the server's advertisement and ours (a
@@ -142,10 +147,33 @@ def _push_git(repo: pygit2.Repository, name: str, spec: str, config, url: str) -
                 return PushOutcome(raced=True, messages=messages)
             return PushOutcome(refusal=_refusal(run, reason), messages=messages)
     if run.returncode != 0:
+        hook = _pre_push_hook(repo) if not statuses else None
+        if hook is not None:  # it ran before anything was sent: no status line
+            raise StorageError(
+                f"cannot push to {redact(url)}: the pre-push hook {hook} refused it "
+                f"({hook_said(run)}): memwiki sync pushes with git, which runs it"
+            )
         if not statuses:
             raise explain(run, url, "push to")
         return PushOutcome(refusal=_refusal(run, "refused"), messages=messages)
     return PushOutcome(pushed=True, messages=messages)
+
+
+def _pre_push_hook(repo: pygit2.Repository) -> Path | None:
+    """The pre-push hook `git push` runs here (core.hooksPath, often global, or
+    .git/hooks), if there is one.
+
+    Bug it prevents: a global hook (husky, a secret scanner) refusing memwiki's push was
+    reported as git's "failed to push some refs", its own reason dropped.
+    """
+    try:
+        configured = repo.config["core.hooksPath"]
+    except (KeyError, pygit2.GitError):
+        configured = ""
+    folder = Path(configured).expanduser() if configured else Path(repo.path) / "hooks"
+    hook = folder if folder.is_absolute() else Path(repo.workdir) / folder
+    hook = hook / "pre-push"
+    return hook if hook.is_file() and os.access(hook, os.X_OK) else None
 
 
 def _refusal(run: GitRun, reason: str) -> str:
@@ -217,6 +245,12 @@ def push(repo: pygit2.Repository, name: str, ref_name: str, upstream: str, confi
 # ---------------------------------------------------------------- clone and ls-remote
 
 
+# `git clone` reads the developer's git config: a remote named by clone.defaultRemoteName
+# made `memwiki sync` fail with "no remote 'origin'", and init.defaultRefFormat = reftable
+# (git 2.45+; git 3's default) makes refs libgit2 cannot read. A wiki gets git's defaults.
+CLONE_AS_A_WIKI = ["-c", "init.defaultRefFormat=files", "clone", "--origin", "origin"]
+
+
 def clone_into(url: str, target: Path, config) -> pygit2.Repository:
     """Clone url into target (which must not exist); one clear error when it fails."""
     if find_git(config) is None:
@@ -226,7 +260,7 @@ def clone_into(url: str, target: Path, config) -> pygit2.Repository:
         except (pygit2.GitError, MemwikiError) as exc:
             raise _fallback_error(callbacks, exc, "clone", config) from None
     try:
-        run = run_git(["clone", "--progress", "--", url, str(target)], config)
+        run = run_git([*CLONE_AS_A_WIKI, "--progress", "--", url, str(target)], config)
     except NetworkTimeout as exc:
         raise explain(None, url, "clone", exc) from None
     if run.returncode != 0:

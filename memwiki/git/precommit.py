@@ -90,16 +90,53 @@ def run_install(wiki: Wiki, config_written: bool = False) -> HookSetup:
             text=True,
             timeout=INSTALL_TIMEOUT_S,
             stdin=subprocess.DEVNULL,
+            env=wiki.config.child_env,  # without a GIT_DIR naming another repository
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise StorageError(f"`pre-commit install` could not run: {exc}") from None
     output = (done.stdout + done.stderr).strip()
     if done.returncode != 0:
         last = output.splitlines()[-1] if output else f"exit code {done.returncode}"
+        if "hooksPath" in output:
+            last = _hooks_path_problem(wiki.root, wiki.config.child_env) or last
         raise StorageError(f"`pre-commit install` failed in {wiki.root}: {last}")
     setup.installed = True
     setup.message = output.splitlines()[-1] if output else "pre-commit installed"
     return setup
+
+
+def _hooks_path_problem(root: Path, env: dict[str, str]) -> str | None:
+    """Why pre-commit refused: where core.hooksPath is set and what that leaves, or None.
+
+    pre-commit's own hint (`git config --unset-all core.hooksPath`) does nothing in the
+    wiki when the setting is in ~/.gitconfig (husky and similar set it there), and with
+    --global it would turn off the developer's hooks in every repository.
+    """
+    try:
+        done = subprocess.run(
+            ["git", "config", "--show-origin", "--get", "core.hooksPath"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    origin, _, value = done.stdout.strip().partition("\t")
+    if done.returncode != 0 or not origin.startswith("file:"):
+        return None
+    where = Path(origin.removeprefix("file:"))
+    if not where.is_absolute():
+        where = Path(root) / where
+    if where.resolve() == (Path(root) / ".git" / "config").resolve():
+        return f"the wiki's core.hooksPath is {value}: `git -C {root} config --unset-all core.hooksPath`"
+    return (
+        f"core.hooksPath is {value} in {where}, so git runs only the hooks there and pre-commit "
+        "will not install the wiki's: they stay off while it is set (memwiki's own commands "
+        "still check what they write)"
+    )
 
 
 def is_memwikis_own(root: Path) -> bool:

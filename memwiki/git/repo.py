@@ -11,19 +11,10 @@ from ..errors import StateError, StorageError
 from ..fsutil import is_temp_name
 from .changes import Change, Changes, classify, commit_message
 from .gitlocks import MOVED, GitBusy, HeadMoved, retry_moved, wait_for_git
+from .identity import signature
+from .index_format import SPLIT_INDEX, split_index_problem, unreadable
 
 SIDECAR_PREFIX = ".memwiki/"  # the sidecar: never committed, whatever .gitignore says
-
-FALLBACK_NAME = "memwiki"
-FALLBACK_EMAIL = "memwiki@localhost"
-
-
-def signature(repo: pygit2.Repository) -> pygit2.Signature:
-    """The user's git identity, or memwiki's own when none is configured."""
-    try:
-        return repo.default_signature
-    except (KeyError, pygit2.GitError):
-        return pygit2.Signature(FALLBACK_NAME, FALLBACK_EMAIL)
 
 
 def open_repo(path: Path) -> pygit2.Repository:
@@ -31,7 +22,8 @@ def open_repo(path: Path) -> pygit2.Repository:
     try:
         return pygit2.Repository(str(path))
     except pygit2.GitError as exc:
-        raise StorageError(f"{path}: not a git repository ({exc})") from None
+        problem = unreadable(path, exc)
+        raise StorageError(problem or f"{path}: not a git repository ({exc})") from None
 
 
 def head_commit(repo: pygit2.Repository) -> pygit2.Commit | None:
@@ -52,9 +44,10 @@ def read_index(repo: pygit2.Repository, force: bool = True) -> pygit2.Index:
         index = repo.index
         index.read(force)
     except pygit2.GitError as exc:
-        raise StorageError(
-            f"{repo.workdir.rstrip('/')}: cannot read the git index: {exc}"
-        ) from None
+        root = repo.workdir.rstrip("/")
+        if SPLIT_INDEX in str(exc):
+            raise StorageError(split_index_problem(repo)) from None
+        raise StorageError(f"{root}: cannot read the git index: {exc}") from None
     return index
 
 
@@ -170,8 +163,20 @@ def read_status(repo: pygit2.Repository) -> Status:
     A full scan of the work tree (20,000 files: about 40 ms); a caller that needs it for
     several steps passes this one read down instead of reading it again.
     """
+    from .excludes import has_personal_excludes, notes_only_you_ignore
+
     wait_for_git(repo)
-    return repo.status()
+    personal = has_personal_excludes(repo)
+    try:
+        status = repo.status(ignored=personal)  # as fast: ignored folders are not entered
+    except pygit2.GitError as exc:
+        if SPLIT_INDEX in str(exc):
+            raise StorageError(split_index_problem(repo)) from None
+        raise
+    if personal:  # notes only the developer's own excludes file ignores: new files too
+        found = notes_only_you_ignore(repo, status)
+        status.update(dict.fromkeys(found, pygit2.GIT_STATUS_WT_NEW))
+    return status
 
 
 def _changed(status: Status) -> list[str]:
@@ -226,7 +231,7 @@ def stage_all(
     refuse_unfinished(repo, index)
     workdir = Path(repo.workdir)
     held: dict[str, str] = {}
-    for path, flags in (repo.status() if status is None else status).items():
+    for path, flags in (read_status(repo) if status is None else status).items():
         if flags & pygit2.GIT_STATUS_IGNORED or path in skip or is_private(path):
             if flags & pygit2.GIT_STATUS_WT_NEW and is_temp_name(path.rsplit("/", 1)[-1]):
                 _drop_stale_temp(workdir / path)
@@ -258,7 +263,7 @@ def pending_paths(repo: pygit2.Repository, status: Status | None = None) -> list
     wt = _WT_CHANGED | pygit2.GIT_STATUS_WT_DELETED
     return sorted(
         p
-        for p, f in (repo.status() if status is None else status).items()
+        for p, f in (read_status(repo) if status is None else status).items()
         if f & wt and not f & pygit2.GIT_STATUS_IGNORED and not is_private(p)
     )
 

@@ -126,13 +126,27 @@ def restore(
         )
         current = path.read_bytes() if path.is_file() else None
         result = RestoreResult(rel, str(source.id), None, saved)
-        if current == blob.data:
+        data = _as_checked_out(blob, rel)
+        if current == data:
             return result
         # The exact bytes of that version: restoring is not rewriting, so no stamp changes.
-        atomic_write_bytes(path, blob.data)
+        atomic_write_bytes(path, data)
         message = (
             f"memwiki: restore {track}/{name} as of {str(source.id)[:12]}\n\n"
             f"Restored-From: {source.id}\n"
         )
         result.commit, _ = gitstore.commit_paths(repo, [rel], message)
     return result
+
+
+def _as_checked_out(blob: pygit2.Blob, rel: str) -> bytes:
+    """The blob as git would write it at rel: core.autocrlf, `eol` in .gitattributes.
+
+    Bug it prevents: restore wrote the stored bytes (LF) into a wiki whose git config
+    checks files out with CRLF; the note's line endings changed, unlike every other file.
+    """
+    try:
+        with pygit2.BlobIO(blob, as_path=rel) as stream:
+            return stream.read()
+    except (pygit2.GitError, OSError, ValueError):  # a filter libgit2 cannot run
+        return blob.data

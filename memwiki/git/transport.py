@@ -295,6 +295,19 @@ def _reason(run: GitRun) -> str:
     return f"git exited with code {run.returncode}"
 
 
+def hook_said(run: GitRun) -> str:
+    """What a git hook printed before git's own "failed to push some refs" (its last line)."""
+    said = [
+        ln.strip()
+        for ln in run.stderr
+        if ln.strip()
+        and not _PROGRESS.match(ln)
+        and not ln.startswith(("remote:", "To "))
+        and "failed to push some refs" not in ln
+    ]
+    return said[-1] if said else f"exit code {run.returncode}"
+
+
 def explain(
     run: GitRun | None, url: str, action: str, exc: Exception | None = None
 ) -> MemwikiError:
