@@ -28,7 +28,7 @@ def init_wiki(path: Path, force: bool = False, config: Config | None = None) -> 
         # Refused before anything is created: a refused init used to leave its empty
         # folders behind inside the other repository.
         existing = next((p for p in path.absolute().parents if p.exists()), None)
-        outer = gitstore.find_enclosing_repo(existing) if existing is not None else None
+        outer = _enclosing_repo(existing) if existing is not None else None
         if outer is not None:
             raise StateError(
                 f"{path.absolute()} is inside the git repository {outer}; "
@@ -53,7 +53,7 @@ def init_wiki(path: Path, force: bool = False, config: Config | None = None) -> 
             gitstore.commit_paths(wiki.repo, changed, "memwiki: complete the wiki layout\n")
         return wiki, bool(changed)
 
-    outer = gitstore.find_enclosing_repo(root)
+    outer = _enclosing_repo(root)
     if outer is not None and not force:
         raise StateError(
             f"{root} is inside the git repository {outer}; choose another place or pass --force"
@@ -92,3 +92,14 @@ def ensure_layout(root: Path) -> list[str]:
         atomic_write_text(hooks, load("wiki/pre-commit-config.yaml"))
         changed.append(PRE_COMMIT_CONFIG)
     return changed
+
+
+def _enclosing_repo(path: Path) -> Path | None:
+    """The work tree of a git repository that contains path, if any."""
+    import pygit2
+
+    found = pygit2.discover_repository(str(path))
+    if not found:
+        return None
+    repo = pygit2.Repository(found)
+    return Path(repo.workdir).resolve() if repo.workdir else None

@@ -299,9 +299,9 @@ class Wiki:
         path = None
         if name is not None:
             path = str(self.path_of(track or "memory", name).relative_to(self.root))
-        from .git import repo as gitstore
+        from .git.history import log
 
-        return gitstore.log(self.repo, path, limit)
+        return log(self.repo, path, limit)
 
     @library_call
     def lint(self) -> list[Problem]:

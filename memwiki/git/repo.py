@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pygit2
@@ -250,11 +251,34 @@ def stage_all(
             if path in index:
                 index.remove(path)
         elif flags & _WT_CHANGED:
-            index.add(path)
+            _add(index, workdir, path)
     if _may_hold_private(repo, status):
         _drop_private(index)
     write_index(repo, index)
     return dict(sorted(held.items()))
+
+
+def _add(index: pygit2.Index, workdir: Path, path: str, tries: int = 6) -> None:
+    """index.add(path), read again while the file changes under it.
+
+    libgit2 stats a file, then reads that many bytes: an editor or `git checkout` rewriting
+    it in place meanwhile fails the read ("failed to read file into stream"; 8% of adds
+    beside a process rewriting a file). `memwiki commit`, sync and the stress test of a
+    person's `git commit` (pre-commit stashes and restores files) failed with exit 5 on it.
+    A file deleted meanwhile is removed, as stage_all does.
+    """
+    for attempt in range(tries):
+        try:
+            index.add(path)
+            return
+        except pygit2.GitError:
+            if not os.path.lexists(workdir / path):
+                if path in index:
+                    index.remove(path)
+                return
+            if attempt == tries - 1:
+                raise
+            time.sleep(0.002 * 2**attempt)  # about 0.1 s in all
 
 
 def pending_paths(repo: pygit2.Repository, status: Status | None = None) -> list[str]:
@@ -278,7 +302,7 @@ def stage_paths(repo: pygit2.Repository, paths: list[str]) -> None:
         if is_private(path):
             continue
         if (workdir / path).is_file():
-            index.add(path)
+            _add(index, workdir, path)
         elif path in index:
             index.remove(path)
     if _sidecar_in_head(repo):  # else every entry looked at for nothing (10,000: ~40 ms)
@@ -417,19 +441,3 @@ def _commit_paths_once(
         return None, changes
     parents = [head.id] if head is not None else []  # the HEAD the tree was built from
     return commit_index(repo, message or describe(changes), parents, index=tree), changes
-
-
-def log(repo: pygit2.Repository, path: str | None = None, limit: int = 20) -> list:
-    """Commits touching the wiki, or one path (following its renames), newest first."""
-    from .history import log as read_log  # history reads HEAD through this module
-
-    return read_log(repo, path, limit)
-
-
-def find_enclosing_repo(path: Path) -> Path | None:
-    """The work tree of a git repository that contains path, if any."""
-    found = pygit2.discover_repository(str(path))
-    if not found:
-        return None
-    repo = pygit2.Repository(found)
-    return Path(repo.workdir).resolve() if repo.workdir else None
