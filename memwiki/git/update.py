@@ -170,6 +170,17 @@ def _half_written(repo: pygit2.Repository, new: pygit2.Commit, path: str, file: 
         return False
 
 
+def _blob_id(repo: pygit2.Repository, path: str) -> str:
+    """The blob id of a work-tree file as git would add it: through the repository's
+    filters (core.autocrlf, eol attributes). Bug it prevents: raw bytes never matched under
+    core.autocrlf = true (CRLF on disk, LF in the blobs), so a killed update was never
+    finished and its files were committed again as hand edits."""
+    try:
+        return str(repo.hashfile(path))
+    except (pygit2.GitError, OSError):  # core.safecrlf = true refusing mixed endings
+        return str(pygit2.hashfile(str(Path(repo.workdir) / path)))
+
+
 def _finish(repo: pygit2.Repository, ref, old: pygit2.Commit, new: pygit2.Commit) -> bool:
     workdir = Path(repo.workdir)
     paths: set[str] = set()
@@ -185,7 +196,7 @@ def _finish(repo: pygit2.Repository, ref, old: pygit2.Commit, new: pygit2.Commit
         file = workdir / path
         if file.is_symlink():
             return False
-        have = str(pygit2.hashfile(str(file))) if file.is_file() else None
+        have = _blob_id(repo, path) if file.is_file() else None
         if have not in allowed and not _half_written(repo, new, path, file):
             return False
     try:
