@@ -6,24 +6,12 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
-from memwiki.config import load
+from test_clock_racy import index_of, note
+
 from memwiki.index import manifest
-from memwiki.index.indexer import Index
-from memwiki.wiki import Wiki
 
 DAY = 86_400 * 10**9
-
-
-def note(path: Path, word: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"---\nname: {path.stem}\ndescription: a note\n---\n\nIt is {word}.\n")
-
-
-def index_of(wiki: Wiki, home: Path) -> Index:
-    cfg = load({"wiki": str(wiki.root)}, environ={"HOME": str(home), "MEMWIKI_EMBED": "hash"})
-    return Index(Wiki.open(wiki.root, cfg), cfg, notify=lambda m: None)
 
 
 def hashed(monkeypatch) -> list[str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pygit2
 
-GIT_CONFIG_TIMEOUT_S = 10
 FALLBACK_NAME = "memwiki"
 FALLBACK_EMAIL = "memwiki@localhost"
 
@@ -29,26 +28,14 @@ def git_identity(repo: pygit2.Repository) -> tuple[str, str] | None:
     if not _skips_includes(repo):
         return None
     import shutil
-    import subprocess
+
+    from .transport import git_config_values
 
     git = shutil.which("git")
     if git is None:
         return None
-    try:
-        done = subprocess.run(
-            # --git-dir: never a GIT_DIR the environment names (a hook's, a dotfiles set-up's)
-            [git, f"--git-dir={repo.path}", "config", "--get-regexp", r"^user\.(name|email)$"],
-            capture_output=True,
-            text=True,
-            timeout=GIT_CONFIG_TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    found: dict[str, str] = {}
-    for line in done.stdout.splitlines():
-        key, _, value = line.partition(" ")
-        found[key.lower()] = value  # the last value wins, as for git
+    # --git-dir: never a GIT_DIR the environment names (a hook's, a dotfiles set-up's)
+    found = git_config_values(git, r"^user\.(name|email)$", git_dir=repo.path)
     name, email = found.get("user.name"), found.get("user.email")
     return (name, email) if name and email else None
 

@@ -112,20 +112,11 @@ def _hooks_path_problem(root: Path, env: dict[str, str]) -> str | None:
     wiki when the setting is in ~/.gitconfig (husky and similar set it there), and with
     --global it would turn off the developer's hooks in every repository.
     """
-    try:
-        done = subprocess.run(
-            ["git", "config", "--show-origin", "--get", "core.hooksPath"],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    origin, _, value = done.stdout.strip().partition("\t")
-    if done.returncode != 0 or not origin.startswith("file:"):
+    from .transport import git_config
+
+    said = git_config("git", ["--show-origin", "--get", "core.hooksPath"], cwd=root, env=env)
+    origin, _, value = said.strip().partition("\t")
+    if not origin.startswith("file:"):
         return None
     where = Path(origin.removeprefix("file:"))
     if not where.is_absolute():

@@ -91,12 +91,20 @@ _PROGRESS = re.compile(
 )
 
 
-def _user_git_config(git: str, cwd: Path | None, env: dict) -> dict[str, str]:
-    """The user's settings memwiki would otherwise supply (lower-cased keys)."""
-    pattern = r"^(core\.sshcommand|http\.lowspeedlimit|http\.lowspeedtime)$"
+def git_config(
+    git: str,
+    args: list[str],
+    cwd: Path | None = None,
+    env: dict | None = None,
+    git_dir: str | None = None,
+) -> str:
+    """What `git config ARGS` prints, as the git command reads the settings (with the
+    includes libgit2 skips); "" when nothing matches or git cannot say. git_dir: that
+    repository's, never one a GIT_DIR in the environment names."""
+    where = [f"--git-dir={git_dir}"] if git_dir else []
     try:
         done = subprocess.run(
-            [git, "config", "--get-regexp", pattern],
+            [git, *where, "config", *args],
             cwd=cwd,
             env=env,
             capture_output=True,
@@ -105,9 +113,15 @@ def _user_git_config(git: str, cwd: Path | None, env: dict) -> dict[str, str]:
             stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.TimeoutExpired):
-        return {}
+        return ""
+    return done.stdout if done.returncode == 0 else ""
+
+
+def git_config_values(git: str, pattern: str, **where) -> dict[str, str]:
+    """{lower-cased key: value} of the settings matching pattern (git_config's where); the
+    last value wins, as in git."""
     found = {}
-    for line in done.stdout.splitlines():
+    for line in git_config(git, ["--get-regexp", pattern], **where).splitlines():
         key, _, value = line.partition(" ")
         found[key.lower()] = value
     return found
@@ -124,7 +138,10 @@ def _command(git: str, args: list[str], config, cwd: Path | None) -> tuple[list[
     token = config.get("git_token")
     if token:
         env["MEMWIKI_GIT_TOKEN"] = token
-    user = _user_git_config(git, cwd, env)
+    # The user's settings memwiki would otherwise supply.
+    user = git_config_values(
+        git, r"^(core\.sshcommand|http\.lowspeedlimit|http\.lowspeedtime)$", cwd=cwd, env=env
+    )
     timeout = int(max(1, round(timeout_of(config))))
     pre: list[str] = []
     if not any(config.host_env.get(v) for v in ("GIT_SSH_COMMAND", "GIT_SSH")) and (
