@@ -45,12 +45,14 @@ def run_checks(config) -> list[Check]:
 
 def _git(wiki) -> Check:
     from .fsutil import is_temp_name
-    from .git.repo import unfinished
+    from .git.repo import read_status, unfinished
 
     try:
         repo = wiki.repo
         branch = "(unborn)" if repo.head_is_unborn else repo.head.shorthand
-        dirty = [p for p, f in repo.status().items() if not f & 0x4000]  # not ignored
+        # As `memwiki commit` sees it: with the notes only a personal excludes file ignores.
+        status = read_status(repo, wait=False)
+        dirty = [p for p, f in status.items() if not f & 0x4000]  # not ignored
         # A write killed before its rename leaves its temporary file: never committed.
         temps = [p for p in dirty if is_temp_name(p.rsplit("/", 1)[-1])]
         dirty = [p for p in dirty if p not in temps]

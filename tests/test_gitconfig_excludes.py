@@ -181,3 +181,14 @@ def test_no_personal_excludes_file_costs_no_second_status_walk(wiki) -> None:
         assert excludes.has_personal_excludes(repo)
         status = read_status(pygit2.Repository(str(wiki.root)))
         assert status["memory/x.md"] == pygit2.GIT_STATUS_WT_NEW
+
+
+def test_doctor_counts_the_notes_a_personal_excludes_file_ignores(tmp_path, run_memwiki) -> None:
+    """`memwiki commit` takes them, so doctor's "uncommitted" count says so (it said 0)."""
+    _personal_excludes("notes.md\n")
+    root = tmp_path / "wiki"
+    assert run_memwiki("init", root).returncode == 0
+    (root / "memory" / "notes.md").write_text(NOTE.format(name="notes"))
+    doctor = run_memwiki("-w", root, "doctor", "--json")
+    (check,) = [c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "git"]
+    assert "1 uncommitted change" in check["detail"], check

@@ -158,15 +158,17 @@ _WT_CHANGED = (
 )
 
 
-def read_status(repo: pygit2.Repository) -> Status:
-    """The work tree's status, read once (after any git command holding the index is done).
+def read_status(repo: pygit2.Repository, wait: bool = True) -> Status:
+    """The work tree's status, read once (after any git command holding the index is done,
+    unless not wait: a report such as doctor's never waits).
 
     A full scan of the work tree (20,000 files: about 40 ms); a caller that needs it for
     several steps passes this one read down instead of reading it again.
     """
     from .excludes import has_personal_excludes, notes_only_you_ignore
 
-    wait_for_git(repo)
+    if wait:
+        wait_for_git(repo)
     personal = has_personal_excludes(repo)
     try:
         status = repo.status(ignored=personal)  # as fast: ignored folders are not entered
