@@ -225,6 +225,8 @@ def test_delete_on_one_side_and_edit_on_the_other_keeps_the_edit(tmp_path):
 
 
 def test_init_remote_onto_a_wiki_made_elsewhere_merges_both_histories(tmp_path):
+    """Two histories with nothing in common: a device that never synced merges them (a
+    remote replaced after a sync is refused instead: test_team_rewrite.py)."""
     remote, _ = seeded_remote(tmp_path, {"memory/far.md": recall("far", "From afar.\n")})
     near, _ = Wiki.init(tmp_path / "near")
     write(near.root, "memory/near.md", recall("near", "From here.\n"))

@@ -18,7 +18,6 @@ from test_sync import clone_to, gitcli, head, read, recall, seeded_remote, write
 from memwiki.config import load
 from memwiki.errors import StateError
 from memwiki.git import sync as syncmod
-from memwiki.wiki import Wiki
 
 SECRET = "password=hunter2-LEAKED"
 LEAK = "memory/leak.md"
@@ -149,17 +148,6 @@ def test_a_remote_replaced_by_an_unrelated_repository_is_refused(tmp_path, cli):
     gitcli(b.root, "merge", "-q", "--no-edit", "--allow-unrelated-histories", "origin/main")
     result = syncmod.sync(b, load())
     assert result.pushed and (b.root / "memory/other.md").is_file()
-
-
-def test_a_device_that_never_synced_still_merges_an_unrelated_remote(tmp_path):
-    """A wiki made with `init --remote` onto a remote with commits (a forge's README)."""
-    remote, _ = seeded_remote(tmp_path, {"memory/base.md": recall("base", "Base.\n")})
-    fresh, _ = Wiki.init(tmp_path / "fresh")
-    write(fresh.root, "memory/mine.md", recall("mine", "Mine.\n"))
-    syncmod.add_remote(fresh, str(remote))
-    result = syncmod.sync(fresh, load())
-    assert result.merged == "merge" and result.pushed
-    assert (fresh.root / "memory/base.md").is_file()
 
 
 class _Killed(BaseException):

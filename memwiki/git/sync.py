@@ -199,17 +199,13 @@ def _put_back(wiki, repo, kept: dict[str, bytes]) -> None:
 
 
 def _integrate(wiki, config, result: SyncResult, tracking: str, upstream: str, checkpoint, before):
-    """Commit hand edits, then bring the remote's commits in (fast-forward or merge).
+    """Commit hand edits, then bring the remote's commits in (fast-forward or merge); again
+    when a file saved meanwhile refuses the checkout (update.again_if_saved_meanwhile).
 
-    The caller holds the wiki lock, but a person's editor does not take it: a note saved
-    after the status read, on a path the remote changed too, makes the SAFE checkout refuse
-    (having changed nothing). That edit is then committed like the others and the merge
-    made again, a few times at most. Bug it prevents: an editor's autosave during a sync
-    failed it with exit 5 ("a wiki file was edited while sync was updating the files"),
-    found by the stress test of scheduled jobs and a person saving notes.
     before: the remote branch as this sync found it before fetching (rewritten.py).
     """
-    for attempt in range(update.MAX_EDIT_RETRIES + 1):
+
+    def attempt() -> None:
         edits = hand_edits.commit_hand_edits(wiki, config)
         result.not_committed = edits.held
         if edits.committed:
@@ -217,12 +213,9 @@ def _integrate(wiki, config, result: SyncResult, tracking: str, upstream: str, c
             result.changes += edits.changes
             result.committed_invalid += edits.committed_invalid
         checkpoint("committed")
-        try:
-            _merge_in(wiki, result, (tracking, before), upstream, edits.skip, checkpoint)
-            return
-        except update.CheckoutRefused:
-            if attempt == update.MAX_EDIT_RETRIES:
-                raise
+        _merge_in(wiki, result, (tracking, before), upstream, edits.skip, checkpoint)
+
+    update.again_if_saved_meanwhile(attempt)
 
 
 def _refuse_held_back(result: SyncResult, skip: set[str], changed: dict[str, str]) -> None:

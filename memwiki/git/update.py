@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pygit2
 from pygit2.enums import CheckoutStrategy
@@ -27,6 +28,26 @@ from ..fsutil import atomic_write_text
 JOURNAL = "update.json"
 # How many times a caller commits a file saved meanwhile and tries the checkout again.
 MAX_EDIT_RETRIES = 3
+
+T = TypeVar("T")
+
+
+def again_if_saved_meanwhile(attempt: Callable[[], T]) -> T:
+    """attempt() (commit the hand edits, merge, apply), made again while apply's checkout
+    is refused by a file saved since those hand edits were read: MAX_EDIT_RETRIES more
+    times at most, then its CheckoutRefused stands.
+
+    A person's editor does not take the wiki lock. The refused checkout wrote nothing, so
+    the next attempt commits that save like any hand edit and merges again. Bug it
+    prevents: an autosave during a sync or a memorize commit failed it with exit 5 (found
+    by the stress test of scheduled jobs and a person saving notes).
+    """
+    for _ in range(MAX_EDIT_RETRIES):
+        try:
+            return attempt()
+        except CheckoutRefused:
+            pass
+    return attempt()
 
 
 def journal_path(sidecar: Path) -> Path:

@@ -192,17 +192,10 @@ def _commit_locked(
         state.merge_commit = None
         _finish(repo, state, directory, checkpoint)
         return _result(state)
-    # A person's editor does not take the wiki lock: a note saved between the hand-edit
-    # commit and the checkout, on a path the merge changes, makes the SAFE checkout refuse
-    # (having written nothing). That save is then committed like the others and the merge
-    # made again, as sync does (git/sync.py), a few times at most.
-    for attempt in range(update.MAX_EDIT_RETRIES + 1):
-        try:
-            return _merge_run(wiki, state, directory, journal, checkpoint)
-        except update.CheckoutRefused:
-            if attempt == update.MAX_EDIT_RETRIES:
-                raise
-    raise AssertionError("unreachable")
+    # A note saved between the hand-edit commit and the checkout: committed, merged again.
+    return update.again_if_saved_meanwhile(
+        lambda: _merge_run(wiki, state, directory, journal, checkpoint)
+    )
 
 
 def _merge_run(
