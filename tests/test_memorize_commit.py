@@ -211,7 +211,13 @@ def test_run_deleting_a_file_the_wiki_changed_keeps_the_change(tmp_path):
     result = memorize.commit(wiki, "one")
     assert result.deleted == ["memory/a.md"]
     assert result.conflicts == [
-        {"path": "memory/a.md", "kind": "deleted-by-theirs", "kept": "ours", "copy": None}
+        {
+            "path": "memory/a.md",
+            "kind": "deleted-by-theirs",
+            "kept": "ours",
+            "copy": None,
+            "other_name": None,
+        }
     ]
     assert "improved by hand" in (wiki.root / "memory/a.md").read_text()
 

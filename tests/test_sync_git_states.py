@@ -321,3 +321,19 @@ def test_a_folder_moved_and_edited_against_an_edit_inside_it_merges_as_git_does(
     assert not (a.root / "memory/n0001.md").exists()  # not left behind at the old path
     merged = read(a.root, "memory/old/n0001.md")
     assert "LINE TEN" in merged and merged.endswith("moved and edited on b\n")
+
+
+def test_sync_names_the_other_devices_new_name_of_a_note_renamed_differently(tmp_path, cli):
+    """Bug: the report named the kept note and the copy, never the name the other device
+    chose, so nobody could tell that `felines` was ever wanted (`other_name`)."""
+    _, a, b = _devices(tmp_path, {"memory/cats.md": recall("cats", DOGS)})
+    (a.root / "memory/cats.md").unlink()
+    write(a.root, "memory/felines.md", recall("felines", DOGS))
+    (b.root / "memory/cats.md").unlink()
+    write(b.root, "memory/kitties.md", recall("kitties", DOGS + "More from B.\n"))
+    syncmod.sync(a, load())
+    code, out, err = cli("--wiki", b.root, "sync")
+    assert code == 0, err
+    (line,) = [x for x in out.splitlines() if x.startswith("conflict")]
+    assert "memory/kitties.md -> memory/kitties.conflict-" in line
+    assert line.endswith("(renamed differently: theirs named it memory/felines.md)")

@@ -42,4 +42,7 @@ def test_rename_rename_modify_delete_and_add_add_in_one_sync(tmp_path):
     message = gitcli(b.root, "log", "-1", "--format=%B")
     assert "- memory/d.md (deleted-by-theirs, kept ours)" in message
     assert f"- memory/n.md -> {add_copy}\n" in message
-    assert f"- memory/rb.md -> {rename_copy} (renamed-differently)" in message
+    named = "theirs named it memory/ra.md"
+    assert f"- memory/rb.md -> {rename_copy} (renamed-differently; {named})" in message
+    assert [c.other_name for c in result.conflicts if c.path == "memory/rb.md"] == ["memory/ra.md"]
+    assert {c.other_name for c in result.conflicts if c.path != "memory/rb.md"} == {None}

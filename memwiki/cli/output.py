@@ -184,6 +184,8 @@ def print_sync(result) -> None:
         where = f" -> {c.copy}" if c.copy else f" ({c.kind}, kept {c.kept})"
         if c.kind == "file-and-folder":
             where += f" (a file here, a folder on the other side: {c.kept}' folder stays)"
+        if c.other_name:
+            where += f" (renamed differently: theirs named it {c.other_name})"
         print(f"conflict  {c.path}{where}")
     new = {c.copy for c in result.conflicts} | {p["path"] for p in result.not_committed}
     for copy in result.conflict_copies:

@@ -134,6 +134,8 @@ def merge_message(title: str, conflicts: list[dict[str, Any]], trailers: str = "
                 # Which kind, when the copy is not simply "both changed it": a rename on one
                 # or both sides, or a file against a folder, is otherwise not said anywhere.
                 kind = "" if c.get("kind") in ("both-modified", "both-added") else f" ({c['kind']})"
+                if c.get("other_name"):
+                    kind = f" ({c['kind']}; theirs named it {c['other_name']})"
                 lines.append(f"- {c['path']} -> {c['copy']}{kind}")
             else:
                 lines.append(f"- {c['path']} ({c['kind']}, kept {c['kept']})")

@@ -57,6 +57,9 @@ class Conflict:
     kind: str
     kept: str  # ours | theirs (for file-and-folder: whose folder stayed)
     copy: str | None = None
+    # renamed-differently: the name theirs gave the file, which no longer exists anywhere
+    # (without it the report named only the copy, and nobody could tell what theirs wanted)
+    other_name: str | None = None
 
     def to_dict(self) -> dict[str, str | None]:
         """JSON form."""
@@ -302,7 +305,8 @@ def _resolve_rename(
     if in_dot_folder(kept.path):
         return Conflict(kept.path, kind, side)
     copy = _write_copy(repo, index, Entry(kept.path, other.id, other.mode), label)
-    return Conflict(kept.path, kind, side, copy)
+    other_name = other.path if kind == "renamed-differently" else None
+    return Conflict(kept.path, kind, side, copy, other_name)
 
 
 def _is_folder(index: pygit2.Index, path: str) -> bool:
