@@ -459,3 +459,40 @@ def test_a_dead_agent_socket_falls_back_to_the_key_file(
     done = run_memwiki("--wiki", wiki, "sync", env=env)
     assert done.returncode == 0, done.stderr
     assert gitcli(remote, "rev-parse", "main") == gitcli(wiki, "rev-parse", "HEAD")
+
+
+READ_ONLY_KEY = (
+    'command="case \\"$SSH_ORIGINAL_COMMAND\\" in git-upload-pack*) eval '
+    '\\"$SSH_ORIGINAL_COMMAND\\";; *) echo \'ERROR: The key you are authenticating with has '
+    "been marked as read only.' >&2; exit 1;; esac\" "
+)
+
+
+@pytest.mark.parametrize("git_command", [True, False], ids=["git", "libgit2"])
+def test_a_read_only_ssh_key_says_no_write_access(
+    tmp_path, sshd, run_memwiki, isolated_env, monkeypatch, no_git, git_command
+):
+    """A deploy key marked read-only (the server runs git-upload-pack only, as GitHub
+    does): the fetch works and the push is refused. Bug: the error sent people to load
+    another key or repeated the server's line as a failed connection."""
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    sshd.client_home(isolated_env, key=sshd.user_key)
+    remote, wiki = setup_pair(tmp_path, run_memwiki)
+    keys = sshd.root / "authorized_keys"
+    assert run_memwiki("--wiki", wiki, "remote", "add", sshd.url(remote)).returncode == 0
+    known = isolated_env / ".ssh/known_hosts"
+    ssh = f"ssh -i {sshd.user_key} -o UserKnownHostsFile={known} -o BatchMode=yes"
+    env = {"GIT_SSH_COMMAND": ssh} if git_command else no_git
+    authorised = keys.read_text()
+    keys.write_text(READ_ONLY_KEY + authorised)
+    try:  # the server is the module's: the other tests need the key as it was
+        done = run_memwiki("--wiki", wiki, "sync", env=env)
+    finally:
+        keys.write_text(authorised)
+    assert done.returncode == 5, done.stdout
+    print(done.stderr)
+    assert done.stderr.count("\n") == 1
+    assert "marked as read only" in done.stderr
+    assert "no write access" in done.stderr and "ssh-agent" not in done.stderr
+    assert "need the git command" not in done.stderr
+    assert gitcli(remote, "for-each-ref") == ""

@@ -34,6 +34,37 @@ MAX_ATTEMPTS = 10
 TOKEN_USER = "x-access-token"  # GitHub's name for token logins; GitLab and others accept any
 _SCP_LIKE = re.compile(r"^(?:[^@/\s]+@)?[^/:\s]+:(?!//)")
 _PUSH_RACE = ("fast-forward", "fastforward", "fetch first", "not present locally")
+# What servers say when these credentials may read but not write: GitHub's read-only deploy
+# key ("has been marked as read only") and "Permission to x.git denied to ada", GitLab's
+# "not allowed to push", gitolite's "W any wiki ada DENIED by fallthru", a bare repository
+# the SSH user cannot write ("insufficient permission for adding an object").
+_READ_ONLY = re.compile(
+    r"read[ -]only|not allowed to push|write access|insufficient permission|denied by fallthru"
+    r"|permission to \S+ denied to",
+    re.IGNORECASE,
+)
+
+
+class NoWriteAccess(StorageError):
+    """A push refused because the credentials may read the repository but not write it."""
+
+
+def read_only_refusal(said: str, url: str, who: str) -> NoWriteAccess | None:
+    """The error for a push the server refused because `who` may only read, else None.
+
+    Bug it prevents: a read-only deploy key's refusal ("The key you are authenticating
+    with has been marked as read only") read as a failed login, and the error said to load
+    another key into ssh-agent, though the same key had just fetched.
+    """
+    line = next((ln.strip() for ln in said.splitlines() if _READ_ONLY.search(ln)), None)
+    if line is None:
+        return None
+    line = re.sub(r"^(?:remote|fatal|error|ERROR|FATAL):\s*", "", line)
+    return NoWriteAccess(
+        f"{host_of(url)} refused the push ({line}) though it let {who} fetch: that has no "
+        "write access to the repository; ask for it or use one that has (nothing was lost: "
+        "the next sync that may write pushes it)"
+    )
 
 
 def transport(url: str) -> str:
@@ -202,6 +233,10 @@ class Callbacks(pygit2.RemoteCallbacks):
                 f"the SSH host key of {host} is unknown or has changed: connect once with "
                 f"`ssh` to check it and record it in ~/.ssh/known_hosts, then try again"
             )
+        if action == "push to":  # the fetch before it got in with the same credentials
+            refused = read_only_refusal(text, self.url, "the same credentials")
+            if refused is not None:
+                return refused
         if isinstance(exc, pygit2.AuthError) or "authenticat" in text.lower():
             return self.failure()
         return StorageError(f"cannot {action} {redact(self.url)}: {text}")

@@ -17,7 +17,7 @@ import pygit2
 
 from ..errors import MemwikiError, StorageError
 from ..lock import FileLock
-from .credentials import Callbacks, host_of, is_push_race, redact, transport
+from .credentials import Callbacks, NoWriteAccess, host_of, is_push_race, redact, transport
 from .transport import GitRun, NetworkTimeout, explain, find_git, hook_said, run_git
 
 # A ref lock a dead push left in a remote on this machine (git's and libgit2's wording).
@@ -49,7 +49,10 @@ def _no_git_note(url: str, config) -> str:
 
 
 def _fallback_error(callbacks: Callbacks, exc: Exception, action: str, config) -> StorageError:
-    text = callbacks.error(exc, action).message
+    error = callbacks.error(exc, action)
+    if isinstance(error, NoWriteAccess):  # the git command would change nothing
+        return error
+    text = error.message
     note = _no_git_note(callbacks.url, config)
     return StorageError(f"{text} ({note})" if note else text)
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import MemwikiError, StorageError
-from .credentials import host_of, redact, transport
+from .credentials import host_of, read_only_refusal, redact, transport
 
 DEFAULT_TIMEOUT_S = 60.0
 _LOW_SPEED_LIMIT = "1000"  # bytes/s: below this for lowSpeedTime seconds, git gives up
@@ -352,6 +352,10 @@ def explain(
             "no write access to the repository; ask for it (nothing was lost: the next sync "
             "that may write pushes it)"
         )
+    if action == "push to":  # the fetch before it got in with the same credentials
+        refused = read_only_refusal("\n".join(run.stderr), url, "the same credentials")
+        if refused is not None:
+            return refused
     if any(m in text for m in _AUTH):
         how = "SSH" if kind == "ssh" else kind.upper()
         said = next(ln for ln in run.stderr if any(m in ln.lower() for m in _AUTH))
