@@ -28,6 +28,17 @@ def format_iso(value: dt.datetime) -> str:
     return value.strftime(FORMAT)
 
 
+def instant(value: str) -> dt.datetime | None:
+    """An ISO 8601 stamp (a date, a time with or without an offset) as an aware UTC
+    datetime, or None; one without an offset is read as UTC."""
+    text = value.strip().strip("'\"")
+    try:
+        parsed = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed.replace(tzinfo=dt.UTC) if parsed.tzinfo is None else parsed.astimezone(dt.UTC)
+
+
 def from_epoch(seconds: float) -> str:
     """A POSIX time as 2026-11-02T10:14:00Z."""
     return format_iso(dt.datetime.fromtimestamp(seconds, dt.UTC))

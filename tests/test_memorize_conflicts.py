@@ -109,6 +109,32 @@ def test_timestamp_only_conflicts_merge_with_the_later_stamp(tmp_path):
     assert files["memory/n.md"] == doc("2026-03-01T00:00:00Z", "A\nb\nc\nd\ne\nF\n")
 
 
+@pytest.mark.parametrize(
+    ("ours", "theirs", "later"),
+    [
+        # Bug: compared as text, ours (10:00 in UTC+1, 09:00 UTC) won over 09:30 UTC.
+        ("2026-03-01T10:00:00+01:00", "2026-03-01T09:30:00Z", "theirs"),
+        ("2026-03-01", "2026-03-01T08:00:00Z", "theirs"),  # a date is its midnight
+        ("2026-03-01 23:00:00-05:00", "2026-03-02T01:00:00Z", "ours"),
+        ("yesterday", "2026-03-01T00:00:00Z", "ours"),  # not a date: compared as text
+    ],
+)
+def test_the_later_stamp_is_the_later_instant(tmp_path, ours, theirs, later):
+    def doc(stamp: str, body: str) -> bytes:
+        return f"---\nname: n\ndescription: d\nupdated: {stamp}\n---\n{body}".encode()
+
+    base_body = "a\nb\nc\nd\ne\nf\n"
+    _, files, conflicts = merged(
+        tmp_path,
+        {"memory/n.md": doc("2026-01-01T00:00:00Z", base_body)},
+        {"memory/n.md": doc(ours, base_body.replace("a", "A"))},
+        {"memory/n.md": doc(theirs, base_body.replace("f", "F"))},
+    )
+    assert conflicts == []
+    kept = ours if later == "ours" else theirs
+    assert files["memory/n.md"] == doc(kept, "A\nb\nc\nd\ne\nF\n")
+
+
 def test_binary_conflict_copy_keeps_bytes(tmp_path):
     _, files, conflicts = merged(
         tmp_path, {"img/p.png": b"\x89PNG0"}, {"img/p.png": b"\x89PNG1"}, {"img/p.png": b"\x89P2"}

@@ -33,6 +33,7 @@ import pygit2
 from .. import markdown
 from ..errors import InvalidInput
 from ..recallfile import COPY_RE
+from ..timestamps import instant
 from . import repo as gitstore
 from .copies import walk
 
@@ -123,6 +124,19 @@ def _stamp_value(text: str, key: str) -> str | None:
     return m.group(1).rstrip(" \t") if m else None
 
 
+def _pick(pick, a: str, b: str) -> str:
+    """The later (max) or earlier (min) of two stamps, compared as instants when both parse.
+
+    Bug it prevents: compared as text, `10:00:00+01:00` (09:00 UTC), which an editor
+    plugin wrote in local time, beat memwiki's `09:30:00Z`, so the merge kept the earlier
+    `updated:`.
+    """
+    when_a, when_b = instant(a), instant(b)
+    if when_a is None or when_b is None:
+        return pick(a, b)
+    return a if pick(when_a, when_b) == when_a else b
+
+
 def _set_stamp(text: str, key: str, value: str) -> str:
     cut = _cut(text)
     if cut is None:
@@ -148,7 +162,7 @@ def _merge_ignoring_updated(
         found = [_stamp_value(t, key) for t in texts[1:] if t is not None]
         stamps = [v for v in found if v]
         if len(stamps) == 2 and stamps[0] != stamps[1]:
-            agreed[key] = pick(stamps)
+            agreed[key] = _pick(pick, stamps[0], stamps[1])
     if "updated" not in agreed:
         return None  # the timestamps are not what conflicts
     entries: list[pygit2.IndexEntry | None] = []
