@@ -48,3 +48,24 @@ def on_ctrl_c(signum, frame) -> None:
 def interrupted() -> bool:
     """Whether a Ctrl-C came, even one whose KeyboardInterrupt Python dropped."""
     return bool(_CTRL_C)
+
+
+def writes_utf8(stream) -> bool:
+    """True when a text stream encodes UTF-8 (a Latin-1 or ASCII locale's stdout does not)."""
+    encoding = (getattr(stream, "encoding", None) or "").lower().replace("_", "-")
+    return encoding in ("utf-8", "utf8", "utf-8-sig")
+
+
+def lenient_output() -> None:
+    """stdout and stderr escape what their encoding cannot say (`\\u8a08`) instead of
+    failing: under a Latin-1 or ASCII locale (or PYTHONIOENCODING=ascii) a note in Chinese
+    made `retrieve` and `list` an internal error, and their whole answer was lost."""
+    import contextlib
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", "") == "strict":
+            # A closed or detached stream: nothing will be said there anyway.
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")

@@ -12,7 +12,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ..errors import MemwikiError, as_storage_error
-from ..process import process_start
+from ..process import lenient_output, process_start
 
 if TYPE_CHECKING:
     from .argv import Globals
@@ -42,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         if argv is None:
             _note_ctrl_c()
         globals_ = scan_globals(sys.argv[1:] if argv is None else list(argv))
+        if argv is None:
+            lenient_output()
         return _run(globals_, argv is None)
     except KeyboardInterrupt:  # Ctrl-C: one line, exit 130; every write is atomic
         if globals_ is not None and globals_.debug:

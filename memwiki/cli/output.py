@@ -12,8 +12,11 @@ from typing import Any
 
 
 def emit_json(data: Any) -> None:
-    """Print data as JSON on stdout."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    """Print data as JSON on stdout (all ASCII, escaped, when stdout is not UTF-8)."""
+    from ..process import writes_utf8
+
+    ascii_only = not writes_utf8(sys.stdout)
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=ascii_only) + "\n")
 
 
 def warn(message: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -78,10 +79,11 @@ def hook_query(prompt: str, ends: int = QUERY_END_CHARS) -> str:
     return f"{head} {tail}"
 
 
-def hook_output(context: str) -> str:
-    """The stdout that adds context to this turn (hookSpecificOutput.additionalContext)."""
+def hook_output(context: str, ascii_only: bool = False) -> str:
+    """The stdout that adds context to this turn (hookSpecificOutput.additionalContext);
+    ascii_only escapes every other character, for a stdout that is not UTF-8."""
     out = {"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext": context}}
-    return json.dumps(out, ensure_ascii=False)
+    return json.dumps(out, ensure_ascii=ascii_only)
 
 
 # Writing the answer and leaving the process take this long on a loaded machine; the
@@ -145,7 +147,10 @@ def run_claude_code_hook(
         return _fail(log_path, f"retrieve returned {type(result).__name__}, not text", started)
     if not result.strip():
         return 0, ""
-    return 0, hook_output(clip(result))
+    from ...process import writes_utf8
+
+    # Under a Latin-1 locale a note in Chinese could not be written: the prompt lost its memory.
+    return 0, hook_output(clip(result), ascii_only=not writes_utf8(sys.stdout))
 
 
 def _index_work_left(wiki_root: Path, status: dict) -> bool:

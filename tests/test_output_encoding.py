@@ -1,0 +1,55 @@
+"""A stdout that is not UTF-8 (a Latin-1 or ASCII locale, PYTHONIOENCODING=ascii): memwiki
+still answers, with what the encoding cannot say escaped, and its JSON stays valid JSON.
+
+Bug it prevents: a note in Chinese made `retrieve`, `list` and `retrieve --json` an
+"internal error: UnicodeEncodeError" (the whole answer lost), and the Claude Code hook
+wrote no memory at all for that prompt.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+JP = "---\nname: jp\ndescription: 計費サービスのメモ\n---\n# 計費\n計費サービスの配備 🚀\n"
+DE = "---\nname: cafe\ndescription: Notes über das Café\n---\n# Café\nDer Kaffee ist gut.\n"
+
+
+@pytest.fixture
+def wiki(tmp_path, run_memwiki):
+    root = tmp_path / "wiki"
+    assert run_memwiki("init", root).returncode == 0
+    (root / "memory/jp.md").write_text(JP, encoding="utf-8")
+    (root / "memory/cafe.md").write_text(DE, encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_commands_answer_on_a_stdout_that_is_not_utf8(wiki, run_memwiki, encoding):
+    env = {"PYTHONIOENCODING": encoding, "LC_ALL": "C"}
+
+    def run(*argv: str):
+        done = run_memwiki("--wiki", wiki, *argv, env=env)
+        assert done.returncode == 0, done.stderr
+        assert "internal error" not in done.stderr
+        return done.stdout
+
+    out = run("retrieve", "計費", "--mode", "bm25")
+    assert "## memory/jp.md" in out and "\\u8a08\\u8cbb" in out
+    assert "\\U0001f680" in out  # outside the BMP: escaped too, not an error
+    listed = run("list")
+    assert "jp" in listed and "cafe" in listed
+    found = json.loads(run("retrieve", "計費", "--mode", "bm25", "--json"))
+    assert found["results"][0]["description"] == "計費サービスのメモ"
+    assert "🚀" in found["results"][0]["sections"][0]["text"]  # a surrogate pair in JSON
+
+
+def test_the_hook_adds_memory_on_a_latin1_stdout(wiki, run_memwiki):
+    payload = json.dumps({"prompt": "計費 サービス", "cwd": str(wiki)})
+    env = {"PYTHONIOENCODING": "latin-1", "LC_ALL": "C", "MEMWIKI_HOOK_BUDGET_MS": "20000"}
+    done = run_memwiki("--wiki", wiki, "hook", "claude-code", input=payload, env=env)
+    assert done.returncode == 0
+    assert done.stdout.isascii()
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "## memory/jp.md" in context and "計費サービスの配備 🚀" in context
