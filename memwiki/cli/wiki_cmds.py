@@ -188,7 +188,13 @@ def add(
         except UnicodeDecodeError:
             raise InvalidInput(f"--body-file {body_file}: not UTF-8 text") from None
     elif not sys.stdin.isatty():
-        body = sys.stdin.read() or None
+        # Bytes, read as UTF-8 like every note: in the locale's encoding, a Latin-1
+        # locale turned a piped "Café" into "CafÃ©" and committed it.
+        try:
+            text = sys.stdin.buffer.read().decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInput("stdin: not UTF-8 text") from None
+        body = text.replace("\r\n", "\n").replace("\r", "\n") or None
     try:
         rf = wiki.get(track, name)
         rf.description = description

@@ -1,9 +1,11 @@
-"""A stdout that is not UTF-8 (a Latin-1 or ASCII locale, PYTHONIOENCODING=ascii): memwiki
-still answers, with what the encoding cannot say escaped, and its JSON stays valid JSON.
+"""Streams that are not UTF-8 (a Latin-1 or ASCII locale, PYTHONIOENCODING=ascii): memwiki
+still answers, with what the encoding cannot say escaped, its JSON stays valid JSON, and
+what is piped in is read as UTF-8, like every note.
 
-Bug it prevents: a note in Chinese made `retrieve`, `list` and `retrieve --json` an
+Bugs they prevent: a note in Chinese made `retrieve`, `list` and `retrieve --json` an
 "internal error: UnicodeEncodeError" (the whole answer lost), and the Claude Code hook
-wrote no memory at all for that prompt.
+wrote no memory at all for that prompt; `echo Café | memwiki add` under a Latin-1 locale
+committed "CafÃ©".
 """
 
 from __future__ import annotations
@@ -53,3 +55,19 @@ def test_the_hook_adds_memory_on_a_latin1_stdout(wiki, run_memwiki):
     assert done.stdout.isascii()
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "## memory/jp.md" in context and "計費サービスの配備 🚀" in context
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_piped_body_is_read_as_utf8_whatever_the_locale(wiki, run_memwiki, encoding):
+    env = {"PYTHONIOENCODING": encoding, "LC_ALL": "C"}
+    argv = ("--wiki", wiki, "add", "memory", "piped", "-d", "A piped body")
+    done = run_memwiki(*argv, input="Café 計費\r\nzwei\n".encode(), env=env)
+    assert done.returncode == 0, done.stderr
+    assert (wiki / "memory/piped.md").read_text(encoding="utf-8").endswith("Café 計費\nzwei\n")
+
+
+def test_a_piped_body_that_is_not_utf8_is_refused(wiki, run_memwiki):
+    argv = ("--wiki", wiki, "add", "memory", "latin", "-d", "A Latin-1 body")
+    done = run_memwiki(*argv, input=b"Caf\xe9\n")
+    assert (done.returncode, done.stderr) == (2, "memwiki: error: stdin: not UTF-8 text\n")
+    assert not (wiki / "memory/latin.md").exists()
