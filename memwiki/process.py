@@ -65,7 +65,9 @@ def lenient_output() -> None:
 
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None and getattr(stream, "errors", "") == "strict":
+        # surrogateescape: the C locale's streams, which fail the same way on a CJK note
+        errors = getattr(stream, "errors", "")
+        if reconfigure is not None and errors in ("strict", "surrogateescape"):
             # A closed or detached stream: nothing will be said there anyway.
             with contextlib.suppress(ValueError, OSError):
                 reconfigure(errors="backslashreplace")

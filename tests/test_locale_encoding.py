@@ -11,6 +11,9 @@ committed "CafÃ©".
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -71,3 +74,30 @@ def test_a_piped_body_that_is_not_utf8_is_refused(wiki, run_memwiki):
     done = run_memwiki(*argv, input=b"Caf\xe9\n")
     assert (done.returncode, done.stderr) == (2, "memwiki: error: stdin: not UTF-8 text\n")
     assert not (wiki / "memory/latin.md").exists()
+
+
+# Python's own C locale, without the coercion to C.UTF-8 or UTF-8 mode: ASCII streams that
+# escape undecodable bytes as surrogates (surrogateescape), and ASCII for subprocess text.
+PURE_C = {"LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
+
+
+def test_the_plain_c_locale_answers_and_reads_git_as_utf8(wiki, run_memwiki, tmp_path):
+    done = run_memwiki("--wiki", wiki, "list", env=PURE_C)
+    assert done.returncode == 0, done.stderr
+    assert "\\u8a08\\u8cbb" in done.stdout and "Notes \\xfcber" in done.stdout
+    done = run_memwiki("--wiki", wiki, "retrieve", "Kaffee", "--json", env=PURE_C)
+    assert json.loads(done.stdout)["results"][0]["description"] == "Notes über das Café"
+    # git's output is UTF-8 whatever the locale: a user.name with accents was an
+    # uncaught UnicodeDecodeError in the one helper that reads `git config`.
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[user]\n\tname = José Núñez\n", encoding="utf-8")
+    code = (
+        "from memwiki.git.transport import git_config\n"
+        "print(ascii(git_config('git', ['--get', 'user.name'])))"
+    )
+    env = {**os.environ, **PURE_C, "HOME": str(home)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.strip() == ascii("José Núñez\n"), done.stderr

@@ -108,7 +108,8 @@ def git_config(
             cwd=cwd,
             env=env,
             capture_output=True,
-            text=True,
+            encoding="utf-8",
+            errors="replace",
             timeout=10,
             stdin=subprocess.DEVNULL,
         )

@@ -125,7 +125,8 @@ def client_version(host: str, config: Config) -> str | None:
         proc = subprocess.run(
             [exe, "--version"],
             capture_output=True,
-            text=True,
+            encoding="utf-8",
+            errors="replace",
             timeout=VERSION_TIMEOUT_S,
             stdin=subprocess.DEVNULL,
         )

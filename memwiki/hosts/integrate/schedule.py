@@ -185,7 +185,9 @@ def crontab_without_entry(text: str, host: str) -> str:
 def read_crontab(cmd: Sequence[str] = CRONTAB) -> str:
     """The current user's crontab ("" when there is none)."""
     try:
-        proc = subprocess.run([*cmd, "-l"], capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(
+            [*cmd, "-l"], capture_output=True, encoding="utf-8", errors="replace", timeout=30
+        )
     except FileNotFoundError:
         raise NotFound("the crontab command is not installed") from None
     if proc.returncode != 0:
@@ -199,7 +201,9 @@ def write_crontab(text: str, cmd: Sequence[str] = CRONTAB) -> None:
     """Replace the current user's crontab with text (an empty text removes the crontab)."""
     args = [*cmd, "-r"] if not text.strip() else [*cmd, "-"]
     try:
-        proc = subprocess.run(args, input=text, capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(
+            args, input=text, capture_output=True, encoding="utf-8", errors="replace", timeout=30
+        )
     except FileNotFoundError:
         raise NotFound("the crontab command is not installed") from None
     if proc.returncode != 0 and "no crontab" not in proc.stderr.lower():
