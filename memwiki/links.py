@@ -198,7 +198,8 @@ class LinkCache:
             return None  # lint reports its size; its links are not read
         entry = self.entries.get(rel)
         stat = (info.st_size, info.st_mtime_ns)
-        if entry is not None and entry[:2] == stat and stat[1] < self.trusted_before:
+        trusted = stat[1] < self.trusted_before and info.st_ctime_ns < self.trusted_before
+        if entry is not None and entry[:2] == stat and trusted:  # ctime: see ListingCache
             return entry[2]
         try:
             data = read_note_bytes(path)  # a FIFO named x.md is refused, not waited on

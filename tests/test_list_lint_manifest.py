@@ -28,6 +28,10 @@ def note(name: str, description: str, **more) -> str:
 @pytest.fixture
 def indexed(wiki, cli, monkeypatch):
     monkeypatch.setenv("MEMWIKI_EMBED", "none")
+    # The files' ctimes are now, just before the index: inside its racy window, where
+    # list parses them again (tests/test_clock_restored_mtime.py). A window of zero stands
+    # for an index built a few seconds after the files were written.
+    monkeypatch.setattr("memwiki.index.listing.RACY_NS", 0)
     put(wiki, "memory/alpha.md", note("alpha", "About alpha", tags=["x"]))
     put(wiki, "memory/beta.md", note("beta", "About beta"))
     put(wiki, "memory/broken.md", "no frontmatter\n")

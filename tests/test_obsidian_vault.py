@@ -183,6 +183,9 @@ def test_drawings_and_boards_are_not_counted_nor_read_again_by_every_list(wiki, 
     on every run: the manifest held nothing that let it skip them. Found measuring a vault
     of 200 notes and 50 drawings: 250 files everywhere, every list parsing 2 MB of scenes."""
     monkeypatch.setenv("MEMWIKI_EMBED", "hash")
+    # utime moves the mtimes only; the ctimes, in the racy window, would have list read
+    # the files again (tests/test_clock_restored_mtime.py): zero stands for a day later.
+    monkeypatch.setattr("memwiki.index.listing.RACY_NS", 0)
     vault(wiki)
     then = time.time() - 60  # outside the manifest's racy window, as files of a day ago are
     for path in (wiki.root / "memory").rglob("*.md"):

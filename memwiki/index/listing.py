@@ -31,6 +31,7 @@ class ListingCache:
         self._pinned = False
         self._key: tuple[int, int] | None = None
         self._files: dict[str, manifest.FileEntry] = {}
+        self._racy = 0  # the manifest's racy window starts here
 
     def files(self) -> dict[str, manifest.FileEntry]:
         """rel -> manifest entry, for entries that can stand in for the file ({} if none)."""
@@ -48,6 +49,7 @@ class ListingCache:
         except (manifest.DamagedIndex, OSError):
             state = None
         files: dict[str, manifest.FileEntry] = {}
+        racy = 0
         if state is not None:
             racy = state.written_ns - RACY_NS
             files = {
@@ -57,7 +59,7 @@ class ListingCache:
                 and e.problem is None
                 and e.mtime_ns < racy
             }
-        self._key, self._files = key, files
+        self._key, self._files, self._racy = key, files, racy
         return files
 
     def pin(self) -> None:
@@ -80,7 +82,10 @@ class ListingCache:
         except OSError:
             return None
         same = (info.st_size, info.st_mtime_ns) == (entry.size, entry.mtime_ns)
-        return entry if same else None
+        # A change since the manifest with size and mtime put back (`cp -p`, `touch -r`, a
+        # sync tool restoring times) shows only in the ctime: listed stale until the next
+        # index update otherwise, as the index's own scan knows (index/walk.py).
+        return entry if same and info.st_ctime_ns < self._racy else None
 
     def meta(self, rel: str, path: Path) -> Meta | None:
         """The listing metadata of one file when the manifest still describes it."""
