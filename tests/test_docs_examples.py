@@ -1,15 +1,18 @@
-"""The docs' links and Python examples, run as a reader meets them.
+"""The docs' links, commands and Python examples, run as a reader meets them.
 
 docs/reference.md is held to `--help` by test_docs.py and the README's quick start by
 test_cli_newuser.py; this file holds the rest a new user follows literally: every relative
-link and `#anchor` between the docs reaches a heading, and the Python examples of
-docs/guide.md and docs/library.md print what the page says they print.
+link and `#anchor` between the docs reaches a heading, every `memwiki ...` the docs show
+names a real command and real options, and the Python examples of docs/guide.md and
+docs/library.md print what the page says they print.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -76,6 +79,82 @@ def test_every_relative_link_and_anchor_reaches_a_heading(doc, target):
     assert file.exists(), f"{doc}: {target}: no such file"
     if anchor and file.suffix == ".md":
         assert anchor in _anchors(file), f"{doc}: {target}: no such heading in {path or doc}"
+
+
+def _invocations() -> list[tuple[str, str]]:
+    """(document, command line) for every `memwiki ...` in a code span or a code block."""
+    found = []
+    for doc in DOCS:
+        fenced = False
+        for line in doc.read_text(encoding="utf-8").splitlines():
+            if FENCE.match(line):
+                fenced = not fenced
+            elif fenced:
+                typed = re.match(r"^\s*(?:\$ )?(memwiki(?: .*)?)$", line)
+                found += [(doc.name, typed.group(1))] if typed else []
+            else:
+                found += [(doc.name, span) for span in re.findall(r"`(memwiki [^`]*)`", line)]
+    return found
+
+
+@functools.cache
+def _cli():
+    """The CLI's command tree (click's), as --help reads it."""
+    import typer
+
+    from memwiki.cli.app import app
+
+    return typer.main.get_command(app)
+
+
+def _unknown_in(line: str) -> str | None:
+    """What a `memwiki ...` line names that the CLI does not have, or None."""
+    root = _cli()
+    globals_ = {opt: param for param in root.params for opt in param.opts}
+    try:
+        words = shlex.split(line, comments=True)[1:]
+    except ValueError:  # an unclosed quote in prose
+        words = line.split()[1:]
+    i = 0
+    while i < len(words) and words[i].startswith("-"):
+        option = words[i].split("=")[0]
+        if option not in globals_:
+            return f"unknown global option {option}"
+        i += 1 if "=" in words[i] or globals_[option].is_flag else 2
+    command, path = root, []
+    while getattr(command, "commands", None) is not None and i < len(words):
+        if words[i] not in command.commands:  # a placeholder (`memwiki X --help`) is no name
+            name = re.fullmatch(r"[a-z][a-z-]*", words[i])
+            return f"no command {' '.join([*path, words[i]])}" if name else None
+        command = command.commands[words[i]]
+        path.append(words[i])
+        i += 1
+    known = {o for p in command.params for o in (*p.opts, *p.secondary_opts)} | set(globals_)
+    for word in words[i:]:
+        if word in ("|", "&&", ";", ">", "<") or word.startswith(("2>", ">")):
+            break
+        option = word.strip("[]").split("=")[0]  # a synopsis: `sync [--remote N]`
+        if re.fullmatch(r"--?[a-zA-Z][\w-]*", option) and option not in known | {"--help"}:
+            return f"memwiki {' '.join(path)} has no option {option}"
+    return None
+
+
+def test_the_command_check_sees_a_wrong_name():
+    assert _unknown_in("memwiki sync --remote backup --json") is None
+    assert _unknown_in('memwiki memorize commit "$(jq -r .run_id p.json)" --json') is None
+    assert _unknown_in("memwiki -w w sync --remot x") == "memwiki sync has no option --remot"
+    assert _unknown_in("memwiki remote list") == "no command remote list"
+    assert _unknown_in("memwiki clone URL [PATH] [--jsn]") == "memwiki clone has no option --jsn"
+    assert _unknown_in("memwiki --wikk x list") == "unknown global option --wikk"
+    assert len(_invocations()) > 200
+
+
+def test_every_memwiki_command_the_docs_show_exists():
+    """Commands and options renamed or removed stay in prose the reference checks miss."""
+    wrong = [
+        f"{doc}: {line!r}: {why}" for doc, line in _invocations() if (why := _unknown_in(line))
+    ]
+    assert not wrong, "\n".join(wrong)
 
 
 def _example(doc: str, after: str) -> tuple[str, str]:
