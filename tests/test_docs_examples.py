@@ -171,9 +171,14 @@ def _run_python(code: str, home: Path) -> subprocess.CompletedProcess:
         env["PYTHONPATH"] = os.pathsep.join(
             os.path.abspath(p) for p in env["PYTHONPATH"].split(os.pathsep)
         )
+    # Not in home itself: there ~/memwiki (the wiki) is a folder named like the package, and
+    # `python -c` puts the current directory first on sys.path, where an editable install's
+    # finder (make test's) comes after it: `from memwiki import Wiki` found the wiki.
+    cwd = home / "work"
+    cwd.mkdir(exist_ok=True)
     return subprocess.run(
         [sys.executable, "-c", code],
-        cwd=home,
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
