@@ -361,6 +361,9 @@ def commit_index(
             "git commit failed (the commit was not written: is the disk full?): "
             "the files are saved, not committed"
         )
+    from .maintenance import after_commit
+
+    after_commit(repo)  # libgit2 never packs: past git's own threshold, a detached gc
     return str(oid)
 
 
