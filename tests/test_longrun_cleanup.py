@@ -47,3 +47,42 @@ def test_a_dead_preparers_folder_dated_in_the_future_is_removed(tmp_path):
     prepared.remove_abandoned(cache)
     assert not abandoned.exists()  # before: kept for ever
     assert live.exists()
+
+
+def test_a_killed_index_writers_temporary_files_go_with_the_next_update(tmp_path):
+    # Before: a SIGKILLed update's `.vectors-N.npy.XXXXXXXX.tmp` (found by killing 150
+    # commands at random moments: one in 150 left one) stayed in .memwiki/index for ever.
+    from memwiki import RecallFile, Wiki, load_config
+
+    wiki, _ = Wiki.init(tmp_path / "wiki", config=load_config({"embed": "hash"}))
+    wiki.save(RecallFile("memory", "a", "A", body="# A\nkafka retry\n"))
+    assert wiki.retrieve("kafka").results
+    index = wiki.sidecar / "index"
+    killed = index / ".vectors-7.npy.k1ll3d00.tmp"
+    killed.write_bytes(b"\0" * 65536)
+    _date(killed, -3600)
+    ahead = index / ".state.pkl.fut0re00.tmp"
+    ahead.write_bytes(b"\0")
+    _date(ahead, DAY)
+    live = index / ".manifest-9.bin.l1ve0000.tmp"  # a write in flight
+    live.write_bytes(b"\0")
+    wiki.save(RecallFile("memory", "a", "A", body="# A\nkafka lag\n"))
+    assert wiki.retrieve("kafka lag").results  # an update of the index
+    assert not killed.exists() and not ahead.exists()
+    assert live.exists()
+
+
+def test_a_killed_cache_writers_temporary_file_goes_with_the_next_compaction(tmp_path):
+    import numpy as np
+
+    from memwiki.index.embedding_cache import MAX_CHUNKS, EmbeddingCache
+
+    cache = EmbeddingCache(tmp_path / "cache", {"provider": "hash", "model": "t", "dim": 4})
+    cache.add(["0" * 64], np.array([[1.0, 0, 0, 0]], dtype=np.float32))
+    killed = cache.directory / ".chunk-00000021.keys.npy.89a6rsa3.tmp"
+    killed.write_bytes(b"\0" * 4096)
+    _date(killed, -3600)
+    for i in range(1, MAX_CHUNKS + 1):
+        cache.add([f"{i:064d}"], np.array([[0, 1.0, 0, 0]], dtype=np.float32))
+    assert not killed.exists()
+    assert len(cache.lookup([f"{i:064d}" for i in range(MAX_CHUNKS + 1)])) == MAX_CHUNKS + 1
