@@ -146,3 +146,25 @@ def test_objects_gc_cannot_prune_yet_start_no_gc_on_every_commit(busy_wiki):
         _save(wiki, 400 + i)
     assert not maintenance._STARTED
     assert "not started again for a day" in (wiki.sidecar / "logs" / "gc.log").read_text()
+
+
+def test_a_commit_in_a_memorize_runs_worktree_packs_the_wikis_objects_and_keeps_the_run(
+    busy_wiki, tmp_path
+):
+    from memwiki.git import repo as gitstore
+    from memwiki.memorize import worktrees
+
+    wiki = busy_wiki
+    _plant(wiki, age_days=30)
+    workspace = tmp_path / "run" / "workspace"
+    worktrees.create(wiki.repo, "r1", workspace, wiki.repo.head.peel(pygit2.Commit))
+    (workspace / "memory" / "from-run.md").write_text("---\ndescription: r\n---\n# R\n")
+    wrepo = worktrees.open_workspace(workspace)
+    oid, _ = gitstore.commit_paths(wrepo, ["memory/from-run.md"], "run commit\n")
+    assert oid is not None
+    assert len(maintenance._STARTED) == 1  # the wiki's gc, started from the run's worktree
+    _wait_for_gc()
+    assert _loose(wiki) == 0
+    _git(wiki, "fsck", "--strict")
+    assert str(workspace) in _git(wiki, "worktree", "list")
+    assert _git(wiki, "log", "-1", "--format=%s", "memwiki/run/r1").strip() == "run commit"

@@ -100,6 +100,9 @@ def after_commit(repo: pygit2.Repository) -> bool:
 
     Never raises and never waits: a commit is done whatever happens here.
     """
+    # A finished gc is reaped here, at the next commit: a long-lived library process
+    # keeps at most one zombie.
+    _STARTED[:] = [proc for proc in _STARTED if proc.poll() is None]
     try:
         common = _common_dir(repo)
         gc_auto = _int_setting(repo, "gc.auto", GC_AUTO_DEFAULT)
@@ -129,7 +132,6 @@ def start(common: Path) -> bool:
     sidecar = _sidecar(common)
     if sidecar is None:
         return False  # a bare or unusual repository: no lock to guard a gc with
-    _STARTED[:] = [proc for proc in _STARTED if proc.poll() is None]
     try:  # a stamp in the future (a clock set back) counts as old, never as "wait for ever"
         if abs(time.time() - (sidecar / STILL_DUE_NAME).stat().st_mtime) < RETRY_S:
             return False
