@@ -20,6 +20,7 @@ git. Its output goes to `.memwiki/logs/gc.log`. Nothing here runs on a retrieve.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -198,6 +199,8 @@ def run(root: Path) -> int:
         print(f"{now_iso()} {text}", flush=True)
 
     common = root / GIT_DIR_NAME
+    with contextlib.suppress(OSError):  # a prompt's retrieve comes first (git inherits it)
+        os.nice(10)
     try:
         repo = pygit2.Repository(str(root))
         gc_auto = _int_setting(repo, "gc.auto", GC_AUTO_DEFAULT)
