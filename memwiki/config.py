@@ -270,6 +270,11 @@ GIT_REPOSITORY_ENV = frozenset(
 )
 
 
+def repository_free_env() -> dict[str, str]:
+    """This process's environment without the variables that name a git repository."""
+    return {k: v for k, v in os.environ.items() if k not in GIT_REPOSITORY_ENV}
+
+
 def load(
     options: dict[str, str | None] | None = None, environ: dict[str, str] | None = None
 ) -> Config:

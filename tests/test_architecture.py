@@ -23,6 +23,7 @@ CORE = {
     "memwiki.errors",
     "memwiki.config",
     "memwiki.fsutil",
+    "memwiki.logfile",
     "memwiki.lock",
     "memwiki.markdown",
     "memwiki.recallfile",

@@ -201,3 +201,30 @@ def test_a_home_variable_that_is_not_absolute_is_exported_as_the_folder_read(tmp
     )
     assert proc.returncode == 0, proc.stderr
     assert out.read_text() == str(tmp_path / "~" / "cc")
+
+
+def test_the_scheduled_runs_log_is_rotated_past_its_limit(tmp_path):
+    # Before: cron appended every hourly run's whole output (a codex transcript: tens of
+    # KB) to <host>.log for ever.
+    from memwiki.hosts.integrate.schedule import BRIDGE_LOG_LIMIT
+
+    cfg = make_config(tmp_path)
+    files = bridge_files("hermes", cfg)
+    files.wrapper.parent.mkdir(parents=True, exist_ok=True)
+    files.prompt.write_text(task_prompt("hermes"))
+    files.log.write_text("an old run\n" * (BRIDGE_LOG_LIMIT // 11 + 10))
+
+    def cron_runs(output: str) -> None:  # as the crontab line runs it
+        files.wrapper.write_text(render_wrapper("hermes", cfg, headless=f"echo {output}"))
+        line = f"/bin/sh {files.wrapper} >> {files.log} 2>&1"
+        env = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
+        subprocess.run(["/bin/sh", "-c", line], env=env, timeout=30, check=True)
+
+    cron_runs("first")
+    old = files.log.with_name(files.log.name + ".1")
+    assert old.read_text().endswith("an old run\nfirst\n")  # nothing lost, this run's too
+    assert not files.log.exists()
+    cron_runs("second")
+    cron_runs("third")
+    assert files.log.read_text() == "second\nthird\n"  # under the limit: appended to
+    assert old.read_text().endswith("first\n")

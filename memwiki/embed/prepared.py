@@ -124,7 +124,8 @@ def remove_abandoned(cache_dir: Path) -> None:
     now = time.time()
     for tmp in Path(cache_dir).glob(".prepare-*"):
         with contextlib.suppress(OSError):
-            if now - tmp.stat().st_mtime > ABANDONED_AFTER_S:
+            # abs: a folder dated in the future (a clock set back) was never removed
+            if abs(now - tmp.stat().st_mtime) > ABANDONED_AFTER_S:
                 shutil.rmtree(tmp)
 
 
@@ -161,7 +162,7 @@ def _remove_superseded(cache_dir: Path, source_sha256: str) -> None:
         with contextlib.suppress(OSError):
             weights = folder / WEIGHTS
             used = max(folder.stat().st_mtime, weights.stat().st_atime if weights.exists() else 0)
-            if now - used > UNUSED_AFTER_S:
+            if abs(now - used) > UNUSED_AFTER_S:
                 shutil.rmtree(folder)
 
 

@@ -129,7 +129,8 @@ def is_private(path: str) -> bool:
 
 # A temporary file of atomic_write this old belongs to a write that was killed (a live one
 # renames it within milliseconds): the next commit deletes it. Younger ones are left alone,
-# since another process's write may be in flight (doctor names them meanwhile).
+# since another process's write may be in flight (doctor names them meanwhile). abs: one
+# dated in the future (a clock set back) stayed for ever.
 STALE_TEMP_S = 600
 
 
@@ -139,7 +140,7 @@ def _drop_stale_temp(path: Path) -> None:
 
     try:
         info = path.lstat()
-        if stat.S_ISREG(info.st_mode) and time.time() - info.st_mtime > STALE_TEMP_S:
+        if stat.S_ISREG(info.st_mode) and abs(time.time() - info.st_mtime) > STALE_TEMP_S:
             path.unlink()
     except OSError:  # gone already, or not ours to delete: commit goes on without it
         pass
@@ -361,6 +362,9 @@ def commit_index(
             "git commit failed (the commit was not written: is the disk full?): "
             "the files are saved, not committed"
         )
+    from .maintenance import after_commit
+
+    after_commit(repo)  # libgit2 never packs: past git's own threshold, a detached gc
     return str(oid)
 
 

@@ -43,6 +43,9 @@ def start(wiki_root: Path, sidecar: Path) -> bool:
     log = log_path(sidecar)
     log.parent.mkdir(parents=True, exist_ok=True)
     reap()
+    from ..logfile import rotate_if_large
+
+    rotate_if_large(log)
     with open(log, "ab") as out:
         _STARTED.append(
             subprocess.Popen(

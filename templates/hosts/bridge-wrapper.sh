@@ -23,6 +23,13 @@ else
     mkdir "$LOCK.d" 2>/dev/null || exit 0
     trap 'rmdir "$LOCK.d"' EXIT INT TERM
 fi
+# cron appends every run's output to LOG: past 1 MiB it becomes LOG.1 (this run's output
+# follows it there, the next run starts LOG anew), so a year of hourly runs keeps at most
+# about 2 MiB. Done under the lock: one run at a time rotates.
+LOG={{LOG}}
+if [ -f "$LOG" ] && [ "$(wc -c < "$LOG")" -gt {{LOG_LIMIT}} ]; then
+    mv -f "$LOG" "$LOG.1"
+fi
 cd {{WORKDIR}} || exit 1
 PROMPT=$(cat "$PROMPT_FILE") || exit 1
 {{HEADLESS}}

@@ -40,9 +40,9 @@ def _log(log_path: Path | None, reason: str, started: float) -> None:
     stamp = now_iso()
     elapsed = int((time.monotonic() - started) * 1000)
     try:
-        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "a", encoding="utf-8") as fh:
-            fh.write(f"{stamp} hook claude-code: {reason} ({elapsed} ms)\n")
+        from ...logfile import append_line  # bounded: a year of prompts fills no disk
+
+        append_line(Path(log_path), f"{stamp} hook claude-code: {reason} ({elapsed} ms)")
     except OSError:
         pass  # failing open includes an unwritable log
 

@@ -118,6 +118,11 @@ def headless_command(host: str, config: Config) -> str:
     )
 
 
+# The scheduled run's log (the agent's whole output, every hour) is rotated by the wrapper
+# past this many bytes: before, it grew by each run's output for ever.
+BRIDGE_LOG_LIMIT = 1024 * 1024
+
+
 def render_wrapper(host: str, config: Config, headless: str | None = None) -> str:
     """The wrapper script text for a host (headless overrides the host's command line)."""
     _check(host)
@@ -131,6 +136,8 @@ def render_wrapper(host: str, config: Config, headless: str | None = None) -> st
         INSTALL_PATH=q(config.host_env.get("PATH") or "/usr/bin:/bin"),
         PROMPT_FILE=q(str(files.prompt)),
         LOCK=q(str(files.lock)),
+        LOG=q(str(files.log)),
+        LOG_LIMIT=str(BRIDGE_LOG_LIMIT),
         WORKDIR=q(str(config.wiki_path)),
         HEADLESS=headless if headless is not None else headless_command(host, config),
         HOME_EXPORTS=home_exports(host, config),
