@@ -252,6 +252,8 @@ def test_commit_merges_descriptions_and_keeps_hand_edits(tmp_path):
     changed = {ln for ln in before if ln not in after}
     assert changed == {"* `README.md` — overview", "Dana wrote this paragraph by hand. Keep it."}
     assert "memorize: merge run" in git(wiki.root, "log", "-1", "--format=%s")
+    run_dir = Path(found.file).parent.parent
+    assert sorted(p.name for p in run_dir.iterdir()) == ["run.json"]  # the record only
 
 
 def test_commit_creates_the_project_file_when_missing(tmp_path):

@@ -20,6 +20,7 @@ from ..git import repo as gitstore
 from ..git.changes import Changes, commit_message
 from ..git.changes import merge_message as build_merge_message
 from . import hand_edits, resources, runstate, worktrees
+from .touched import RESOURCES_DIR
 from .runstate import COMMITTED, COMMITTING, MERGING, PREPARED, WORKSPACE, RunState
 from .validate import RunInvalid, check, stage_changes, stamp, unstage, workspace_secrets
 
@@ -98,7 +99,9 @@ def _result(state: RunState, already: bool = False) -> RunCommitResult:
 def cleanup(repo: pygit2.Repository, run_id: str, directory: Path) -> None:
     """Remove the worktree, the branch and the run's files; run.json stays as the record."""
     worktrees.remove(repo, run_id, directory / WORKSPACE)
-    for name in ("transcripts", "jobs"):
+    # resources/: the touched-file lists and the descriptions merged into project/<slug>.md
+    # (a few KB a run, kept for good before, one folder a day for a daily run)
+    for name in ("transcripts", "jobs", RESOURCES_DIR):
         shutil.rmtree(directory / name, ignore_errors=True)
     (directory / "EXECUTOR.md").unlink(missing_ok=True)
 
