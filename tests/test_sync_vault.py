@@ -3,6 +3,7 @@ hand edits, renames, and `memwiki clone` killed half-way. Real repositories on d
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -405,3 +406,36 @@ def test_server_messages_reach_the_summary_and_doctor_names_a_broken_remote(
     assert done.returncode == 1
     (line,) = [ln for ln in done.stdout.splitlines() if " remote " in ln]
     assert line.startswith("FAIL  remote     origin ") and f"cannot reach {tmp_path}" in line
+
+
+def test_a_killed_clones_folder_is_removed_though_its_pid_went_to_another_process(
+    tmp_path, run_memwiki
+):
+    """Bug: a killed clone's temporary folder was judged by its pid alone, and kept for as
+    long as another process (after a reboot, on a busy machine) had that pid. The clone's
+    lock, released when it dies, tells."""
+    remote = bare(tmp_path)
+    seed, _ = Wiki.init(tmp_path / "seed")
+    syncmod.add_remote(seed, str(remote))
+    syncmod.sync(seed, load())
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        left = tmp_path / f".w.clone-{other.pid}"  # a killed clone's, the pid now other's
+        (left / "memory").mkdir(parents=True)
+        (tmp_path / f".w.clone-{other.pid}.lock").write_text("")
+        running = tmp_path / f".w.clone-{os.getpid()}"  # a clone that runs: its lock held
+        running.mkdir()
+        held = os.open(tmp_path / f".w.clone-{os.getpid()}.lock", os.O_RDWR | os.O_CREAT)
+        fcntl.flock(held, fcntl.LOCK_EX)
+        done = run_memwiki("clone", remote, tmp_path / "w")
+        assert done.returncode == 0, done.stderr
+        assert not left.exists() and not (tmp_path / f".w.clone-{other.pid}.lock").exists()
+        assert running.is_dir()
+        os.close(held)
+        assert sorted(p.name for p in tmp_path.glob(".w.clone-*")) == [
+            running.name,
+            f"{running.name}.lock",
+        ]
+    finally:
+        other.kill()
+        other.wait()

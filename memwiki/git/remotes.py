@@ -256,12 +256,64 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _clone_lock(temp: Path) -> Path:
+    """The file a running clone holds locked beside its temporary folder."""
+    return temp.with_name(temp.name + ".lock")
+
+
+def _hold(temp: Path) -> int | None:
+    """Lock temp's lock file for this clone (None where flock is not to be had)."""
+    import fcntl
+
+    try:
+        fd = os.open(_clone_lock(temp), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _running(temp: Path, pid: int) -> bool:
+    """True while the clone that made temp runs.
+
+    Its lock says so even when its pid has gone to another process since (after a reboot,
+    or on a busy machine): by the pid alone such a folder was kept for as long as that
+    process lived. A folder without a lock file (an older memwiki's) goes by the pid.
+    """
+    import fcntl
+
+    try:
+        fd = os.open(_clone_lock(temp), os.O_RDWR)
+    except FileNotFoundError:
+        return _alive(pid)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing drops a lock this check took
+    return False
+
+
 def _remove_dead_clones(target: Path) -> None:
     """Delete temporary clones of target left by a killed `memwiki clone`."""
     for sibling in target.parent.glob(f".{target.name}.clone-*"):
-        m = _TEMP.match(sibling.name)
-        if m and m["name"] == target.name and not _alive(int(m["pid"])):
-            shutil.rmtree(sibling, ignore_errors=True)
+        # A lock alone: its clone was killed before it made the folder or after the rename.
+        folder = sibling.with_suffix("") if sibling.suffix == ".lock" else sibling
+        m = _TEMP.match(folder.name)
+        if folder is not sibling and folder.exists():
+            continue  # judged with its folder, by this lock
+        if not m or m["name"] != target.name or _running(folder, int(m["pid"])):
+            continue
+        if folder is sibling:
+            shutil.rmtree(folder, ignore_errors=True)
+        _clone_lock(folder).unlink(missing_ok=True)
 
 
 def clone(url: str, path: Path | None, config) -> CloneResult:
@@ -270,10 +322,6 @@ def clone(url: str, path: Path | None, config) -> CloneResult:
     The clone is made in a hidden sibling (.<name>.clone-<pid>) and renamed into place only
     when complete, so a failed or killed clone never leaves a half-made wiki at the path.
     """
-    from ..config import write_file_setting
-    from ..wiki import PRE_COMMIT_CONFIG, Wiki
-    from . import network, precommit
-
     url = normalize_url(url)
     target = Path(path).expanduser() if path is not None else config.wiki_path
     target = target.absolute()
@@ -285,6 +333,21 @@ def clone(url: str, path: Path | None, config) -> CloneResult:
     _remove_dead_clones(target)
     temp = target.parent / f".{target.name}.clone-{os.getpid()}"
     shutil.rmtree(temp, ignore_errors=True)
+    held = _hold(temp)
+    try:
+        return _clone_into_place(url, target, temp, config)
+    finally:
+        _clone_lock(temp).unlink(missing_ok=True)
+        if held is not None:
+            os.close(held)
+
+
+def _clone_into_place(url: str, target: Path, temp: Path, config) -> CloneResult:
+    """clone's work once temp is this process's: clone there, check, rename into place."""
+    from ..config import write_file_setting
+    from ..wiki import PRE_COMMIT_CONFIG, Wiki
+    from . import network, precommit
+
     try:
         repo = network.clone_into(url, temp, config)
         _choose_branch(repo)

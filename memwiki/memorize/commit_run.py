@@ -20,8 +20,8 @@ from ..git import repo as gitstore
 from ..git.changes import Changes, commit_message
 from ..git.changes import merge_message as build_merge_message
 from . import hand_edits, resources, runstate, worktrees
-from .touched import RESOURCES_DIR
 from .runstate import COMMITTED, COMMITTING, MERGING, PREPARED, WORKSPACE, RunState
+from .touched import RESOURCES_DIR
 from .validate import RunInvalid, check, stage_changes, stamp, unstage, workspace_secrets
 
 if TYPE_CHECKING:
