@@ -174,3 +174,16 @@ def test_readers_see_each_write_whole_and_no_write_is_lost(tmp_path) -> None:
     committed = {c.path for entry in wiki.log(limit=100) for c in entry.changes}
     assert written <= committed
     assert wiki.commit().commit is None  # nothing left behind uncommitted
+
+
+def test_vector_mode_scores_the_same_with_and_without_a_deadline(tmp_path) -> None:
+    """Bug: a vector-mode retrieve with a deadline (the progressive path, which runs BM25
+    too in case the vectors are late) weighted the cosines by BM25's coverage of the
+    query: the same files in the same order, but scores of 0.3 where the same call
+    without a deadline gave 1.5, so a caller comparing or thresholding scores saw them
+    change with the deadline. Found comparing threaded answers with sequential ones."""
+    wiki = _wiki(tmp_path, notes=20)
+    for query in QUERIES:
+        plain = _ask(wiki, query, "vector", deadline=False)
+        progressive = _ask(wiki, query, "vector", deadline=True)
+        assert plain and progressive == plain
