@@ -31,6 +31,20 @@ def process_start() -> float:
     return now
 
 
+_ONE_COMMAND: list[bool] = []  # set by the command line: this process runs one command
+
+
+def mark_one_command() -> None:
+    """Say that this process was started for one command (the memwiki executable)."""
+    _ONE_COMMAND.append(True)
+
+
+def runs_one_command() -> bool:
+    """Whether this process runs one command, so its whole life so far is that command's
+    (False in a program using the library: a server, a notebook)."""
+    return bool(_ONE_COMMAND)
+
+
 # The Ctrl-Cs this process received (on_ctrl_c). Bug they fix: a KeyboardInterrupt raised
 # inside importlib's weakref callback that drops a module lock was printed as "Exception
 # ignored" and lost, with the global import lock still held by the main thread; the vector

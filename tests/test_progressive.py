@@ -173,10 +173,12 @@ def test_progress_slices_give_every_text_its_own_vector(tmp_path):
 
 
 def test_cpu_share_counts_from_the_process_start(tmp_path):
-    # A process that slept most of its life gets a small share, a busy one a large
-    # share: the vector part is started (beside BM25) only in the second.
+    # A command's process that slept most of its life gets a small share, a busy one a
+    # large share: the vector part is started (beside BM25) only in the second.
     code = (
         "import sys, time\n"
+        "from memwiki.process import mark_one_command\n"
+        "mark_one_command()\n"  # as the memwiki executable does
         "if sys.argv[1] == 'idle':\n    time.sleep(1.0)\n"
         "else:\n    end = time.monotonic() + 1.0\n    while time.monotonic() < end: pass\n"
         "from memwiki.index.progressive import Clock, vectors_fit\n"

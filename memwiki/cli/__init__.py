@@ -12,7 +12,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ..errors import MemwikiError, as_storage_error
-from ..process import lenient_output, process_start
+from ..process import lenient_output, mark_one_command, process_start
 
 if TYPE_CHECKING:
     from .argv import Globals
@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
 
         if argv is None:
             _note_ctrl_c()
+            mark_one_command()  # a progressive answer counts CPU from the process start
         globals_ = scan_globals(sys.argv[1:] if argv is None else list(argv))
         if argv is None:
             lenient_output()

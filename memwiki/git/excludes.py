@@ -9,14 +9,8 @@ import pygit2
 
 from ..layout import OWN_TRACKS
 
-# The git configuration outside the wiki: the places libgit2 looks for ~/.gitconfig, the XDG
-# git/config and git/ignore, /etc/gitconfig.
-_OUTSIDE = (
-    pygit2.enums.ConfigLevel.GLOBAL,
-    pygit2.enums.ConfigLevel.XDG,
-    pygit2.enums.ConfigLevel.SYSTEM,
-    pygit2.enums.ConfigLevel.PROGRAMDATA,
-)
+# Read above every other level of the configuration: the personal excludes file is none.
+_NO_EXCLUDES = f"[core]\n\texcludesFile = {os.devnull}\n"
 
 
 def ignored_by_the_wiki(repo: pygit2.Repository, paths: list[str]) -> list[str]:
@@ -26,20 +20,31 @@ def ignored_by_the_wiki(repo: pygit2.Repository, paths: list[str]) -> list[str]:
     Bug it prevents: a global excludes file written for code repositories (`*.md`,
     `.obsidian/`) made doctor call every note "ignored but still tracked" and `memwiki
     untrack-ignored` untrack them all in one commit, which sync then deleted on every
-    other device. libgit2 reads those files when it opens a repository and first looks at
-    its ignore rules, so the wiki is opened once more with its search paths emptied.
+    other device. libgit2 reads those files when it first looks at a repository's ignore
+    rules, so the wiki is opened once more with core.excludesFile set to an empty file at
+    the highest level of its configuration (that also hides git's default, XDG one).
+
+    Not by emptying libgit2's search paths (pygit2.settings.search_path): they are the
+    process's, and a commit's check emptied them under every other thread (another
+    wiki's commit, the caller's own pygit2), which then read no ~/.gitconfig at all: no
+    user.name (tests/test_threads_excludes.py).
     """
     if not paths:
         return []
-    saved = {level: pygit2.settings.search_path[level] for level in _OUTSIDE}
+    import tempfile
+
+    own = pygit2.Repository(repo.path)
     try:
-        for level in _OUTSIDE:
-            pygit2.settings.search_path[level] = ""
-        own = pygit2.Repository(repo.path)
-        return [p for p in paths if own.path_is_ignored(p)]
+        with tempfile.TemporaryDirectory(prefix="memwiki-") as folder:
+            override = os.path.join(folder, "config")
+            with open(override, "w", encoding="utf-8") as out:
+                out.write(_NO_EXCLUDES)
+            # Config's own add_file: pygit2 1.21 refuses it on a repository's configuration,
+            # which libgit2 allows (the file is added for this object alone, in memory).
+            pygit2.Config.add_file(own.config, override, pygit2.enums.ConfigLevel.APP)
+            return [p for p in paths if own.path_is_ignored(p)]
     finally:
-        for level, value in saved.items():
-            pygit2.settings.search_path[level] = value
+        own.free()
 
 
 def has_personal_excludes(repo: pygit2.Repository) -> bool:

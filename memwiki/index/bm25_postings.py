@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 from collections import OrderedDict
 from operator import mul
 
@@ -32,6 +33,12 @@ _COLUMNS: dict[tuple, tuple[bytes, int]] = {}  # length bytes and their total
 
 
 _LIVE: dict[str, frozenset[str]] = {}  # per index folder: the segments its newest TOC names
+# Held while the caches above are changed or an entry is looked up and used in two steps;
+# never while a list or column is read from disk. Bug it prevents: threads retrieving at
+# once (a server) raised KeyError or RuntimeError from an entry another thread had just
+# evicted, and a list two threads read at once was counted twice, so the count drifted
+# up until the cache held nearly nothing (tests/test_threads_caches.py).
+_LOCK = threading.Lock()
 
 
 def keep_only(directory, segments) -> None:
@@ -47,7 +54,13 @@ def keep_only(directory, segments) -> None:
     live = frozenset(segments)
     if _LIVE.get(folder) == live:
         return
-    _LIVE[folder] = live
+    with _LOCK:
+        _LIVE[folder] = live
+        _drop_gone(folder, live)
+
+
+def _drop_gone(folder: str, live: frozenset[str]) -> None:
+    """keep_only's eviction, under _LOCK."""
     parent, exists = os.path.dirname(folder), {folder: True}
 
     def gone(key: tuple) -> bool:
@@ -105,14 +118,18 @@ def blocks(leaf, field: str, text: str) -> Blocks:
     if seg is None:
         return _blocks(leaf, field, text)
     key = (*seg, field, text)
-    found = _LISTS.get(key)
-    if found is not None:
-        _LISTS.move_to_end(key)
-        return found
-    found = _LISTS[key] = _blocks(leaf, field, text)
-    _HELD[0] += found.count
-    while _HELD[0] > CACHE_POSTINGS and len(_LISTS) > 1:
-        _HELD[0] -= _LISTS.popitem(last=False)[1].count
+    with _LOCK:
+        found = _LISTS.get(key)
+        if found is not None:
+            _LISTS.move_to_end(key)
+            return found
+    found = _blocks(leaf, field, text)
+    with _LOCK:
+        if key not in _LISTS:  # another thread may have read the same list meanwhile
+            _LISTS[key] = found
+            _HELD[0] += found.count
+        while _HELD[0] > CACHE_POSTINGS and len(_LISTS) > 1:
+            _HELD[0] -= _LISTS.popitem(last=False)[1].count
     return found
 
 
@@ -202,16 +219,18 @@ def _column(leaf, field: str) -> tuple[bytes, int] | None:
     """(length bytes, their length_total) of a segment's field, read once per segment."""
     seg = _segment_key(leaf)
     key = None if seg is None else (*seg, field)
-    if key is not None and key in _COLUMNS:
-        return _COLUMNS[key]
+    found = None if key is None else _COLUMNS.get(key)
+    if found is not None:
+        return found
     lengths = _length_bytes(leaf, field)
     if lengths is None:
         return None
     column = lengths, length_total(lengths)
     if key is not None:
-        while _COLUMNS and len(_COLUMNS) >= CACHE_COLUMNS:
-            del _COLUMNS[next(iter(_COLUMNS))]  # the oldest: a long-running process
-        _COLUMNS[key] = column
+        with _LOCK:
+            while _COLUMNS and len(_COLUMNS) >= CACHE_COLUMNS:
+                del _COLUMNS[next(iter(_COLUMNS))]  # the oldest: a long-running process
+            _COLUMNS[key] = column
     return column
 
 

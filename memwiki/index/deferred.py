@@ -150,15 +150,24 @@ def once(index: Index, prepared: Prepared) -> Callable[[], str]:
 _CHILDREN: list[int] = []  # writers this process forked and has not reaped yet
 
 
+_REAPING = threading.Lock()
+
+
 def reap() -> None:
-    """Reap the writers that have finished (a long-running caller collects no zombies)."""
-    for pid in list(_CHILDREN):
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            done = pid
-        if done:
-            _CHILDREN.remove(pid)
+    """Reap the writers that have finished (a long-running caller collects no zombies).
+
+    One thread at a time. Bug it prevents: every Wiki.retrieve reaps first, and two
+    threads that met the same finished writer both removed it: the second retrieve
+    failed with ValueError (tests/test_threads_reap.py).
+    """
+    with _REAPING:
+        for pid in list(_CHILDREN):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                _CHILDREN.remove(pid)
 
 
 def wait_for_writes(timeout: float = 30.0) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import time
 
-from ..process import interrupted, process_start
+from ..process import interrupted, process_start, runs_one_command
 
 #: Without a deadline, at most this many items are embedded inside a retrieve (about 3 s
 #: on an idle 2-core machine); larger work goes to the background build.
@@ -45,12 +45,21 @@ EARLY_MARGIN = 0.5
 
 
 class Clock:
-    """Wall and CPU time since this process began: how much of a CPU it gets now."""
+    """Wall and CPU time since this command's process began, or in a program using the
+    library since the retrieve did: how much of a CPU it gets now."""
 
     def __init__(self) -> None:
-        # process_time() counts from the process start too, so the share covers the
-        # interpreter's start-up and imports: known before the retrieve does any work.
-        self.wall, self.cpu = process_start(), 0.0
+        if runs_one_command():
+            # process_time() counts from the process start too, so the share covers the
+            # interpreter's start-up and imports: known before the retrieve does any work.
+            self.wall, self.cpu = process_start(), 0.0
+        else:
+            # A program using the library (a server, a notebook) idles between calls,
+            # which is no sign of a busy machine. Bug it prevents: such a process, idle for
+            # most of its first minute, got a share of 0.04 and answered every retrieve
+            # with a deadline "BM25 only: vectors would not be ready within the deadline",
+            # even with an embedder that takes microseconds (tests/test_threads_progressive.py).
+            self.wall, self.cpu = time.monotonic(), time.process_time()
 
     def share(self) -> float:
         """CPU seconds per wall second so far (1.0 on an idle core, about 0.25 at load 8 on 2 cores)."""

@@ -159,8 +159,8 @@ def retrieve(
                 used_mode, note = "bm25", job.reason
             else:
                 vector_hits = found
-                if used_mode == "vector":
-                    bm25_hits = []
+                if used_mode == "vector":  # vectors alone, scored as without a deadline
+                    bm25_hits, coverage = [], 0.0
         elif want_vectors and embedder is not None:
             # A writer holding the lock leaves the last index, maybe of the model before a
             # switch: never score this model's query against it.

@@ -13,10 +13,12 @@ for other bytes.
 from __future__ import annotations
 
 import os
+import threading
 
 KEEP = 16  # products remembered (about 4 bytes a row each); the oldest go first
 
 _PRODUCTS: dict[tuple, object] = {}
+_LOCK = threading.Lock()  # threads retrieving at once share _PRODUCTS
 
 
 def identity(source) -> tuple | None:
@@ -38,7 +40,11 @@ def product(part, key: tuple | None, query, compute):
     memo = (key, query.dtype.str, query.tobytes())
     found = _PRODUCTS.get(memo)
     if found is None:
-        found = _PRODUCTS[memo] = compute(part, query)
-        while len(_PRODUCTS) > KEEP:
-            del _PRODUCTS[next(iter(_PRODUCTS))]
+        found = compute(part, query)  # outside the lock: numpy lets other threads run
+        # Bug it prevents: two threads evicting at once raised RuntimeError or KeyError
+        # out of a retrieve (tests/test_threads_caches.py).
+        with _LOCK:
+            _PRODUCTS[memo] = found
+            while len(_PRODUCTS) > KEEP:
+                del _PRODUCTS[next(iter(_PRODUCTS))]
     return found
