@@ -122,16 +122,16 @@ def _write_run_files(
         full = directory / "transcripts" / f"session-{number:02d}-full.jsonl"
         atomic_write_text(md, transcripts.messages_markdown(clean, number))
         atomic_write_text(full, transcripts.full_jsonl(clean))
-        written.append(
-            {"session": session.label, "source_id": session.source_id, "messages": str(md),
-             "full": str(full)}
-        )  # fmt: skip
         project = projects[number - 1]
         log = None
         if project:
             log = write_touched_log(directory, number, session.items, project.get("cwd"))
-            written[-1]["project"] = project["project"]
-            written[-1]["touched"] = str(log)
+        # project and touched are null without a project, never missing: agents index them.
+        written.append(
+            {"session": session.label, "source_id": session.source_id, "messages": str(md),
+             "full": str(full), "project": project["project"] if project else None,
+             "touched": str(log) if log else None}
+        )  # fmt: skip
         logs.append(log)
     slugs = sorted({p["project"] for p in projects if p})
     total = 2 * len(scrubbed) + (1 if slugs else 0)
