@@ -104,7 +104,14 @@ SCHEDULE = {"host": "str", "entry": "str", "action": "str", "files": ["str"]}
 
 SHAPES: dict[str, object] = {
     "error": ERROR,
-    "init": {"path": "str", "created": "bool", "?hooks": HOOKS},
+    "init": {
+        "path": "str",
+        "created": "bool",
+        "?config_file": "str",
+        "?hint": "str",
+        "?remote": {"name": "str", "url": "str", "previous": "str|null"},
+        "?hooks": HOOKS,
+    },
     "config show": {
         "config_file": "str",
         "settings": {"*": {"value": "str|null", "source": "str"}},
@@ -506,9 +513,20 @@ class Scenario:
         """Every command that takes --json: successes, empty answers, errors, conflicts."""
         home, wiki = self.home, self.wiki
         r = self.run
+        git = ["git", "-c", "init.defaultBranch=main"]
         r("show before init", "error", "show", "memory/nothing", "--json")
         r("init", "init", "init", "--json")
         r("init again with hooks", "init", "init", "--hooks", "--json")
+        r(
+            "init elsewhere with a remote",
+            "init",
+            "init",
+            home / "second",
+            "--remote",
+            "https://example.invalid/wiki.git",
+            "--json",
+        )
+        r("init inside the wiki", "error", "init", wiki / "memory" / "inner", "--json")
         r("config show", "config show", "config", "show", "--json")
         r("list empty", "list", "list", "--json")
         r("put", "commit result", "put", "-", "--json", stdin=json.dumps(PAYLOAD))
@@ -561,7 +579,10 @@ class Scenario:
         r("eval", "eval", "eval", queries, "--json")
         r("eval missing file", "error", "eval", home / "nothing.jsonl", "--json")
         r("project outside", "project", "project", home, "--json")
-        r("project repository", "project", "project", wiki, "--json")
+        code = home / "code"
+        subprocess.run([*git, "init", "-q", code], check=True, timeout=30)
+        r("project repository", "project", "project", code, "--json")
+        r("project the wiki", "project", "project", wiki, "--json")
         r("project not a directory", "error", "project", home / "nothing", "--json")
         r("hooks install", "hooks install", "hooks", "install", "--json")
         r("rm", "commit result", "rm", "memory/oncall", "--json")
@@ -572,7 +593,6 @@ class Scenario:
 
         # A remote and a second device, then one line edited on both: a conflict copy.
         remote, other = home / "remote.git", home / "laptop"
-        git = ["git", "-c", "init.defaultBranch=main"]
         subprocess.run([*git, "init", "-q", "--bare", remote], check=True, timeout=30)
         r("remote show none", "remote show", "remote", "show", "--json")
         r("remote add", "remote add", "remote", "add", remote, "--json")
@@ -588,8 +608,6 @@ class Scenario:
         r("remote show", "remote show", "--wiki", other, "remote", "show", "--json")
 
         # memorize: prepare (with a project, for verify-resources), refuse, commit a conflict.
-        code = home / "code"
-        subprocess.run([*git, "init", "-q", code], check=True, timeout=30)
         session = REPO / "examples" / "memorize" / "session-release.json"
         w = ["--wiki", wiki]
         prepared = r(
@@ -753,6 +771,7 @@ EXIT = {
     "install unknown host": 2,
     "schedule generic": 2,
     "bridge commit nothing pending": 3,
+    "init inside the wiki": 4,
     "unknown option": 2,
     "not a number": 2,
     "unknown command": 2,
@@ -851,6 +870,23 @@ def test_the_scenario_reaches_the_cases_it_names(scenario):
     assert doc["bridge prepare"]["sessions"] and not doc["bridge prepare"]["nothing_new"]
     assert doc["bridge prepare nothing new"]["nothing_new"]
     assert doc["log"][0]["changes"]
+    assert doc["project repository"]["project"] == "code"
+    assert doc["project the wiki"]["project"] is None
+    second = doc["init elsewhere with a remote"]
+    assert "remote" in second and ("config_file" in second or "hint" in second)
+
+
+def test_an_internal_error_is_an_error_document_too(cli, monkeypatch, tmp_path):
+    """A bug (exit 70) under --json still prints the error document on stdout."""
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("memwiki.project.identify", boom)
+    code, out, err = cli("project", tmp_path, "--json")
+    assert code == 70
+    assert json.loads(out) == {"error": {"message": "RuntimeError: boom", "exit_code": 70}}
+    assert err == "memwiki: internal error: RuntimeError: boom (run with --debug for details)\n"
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
