@@ -606,6 +606,7 @@ class Scenario:
         r("sync desktop", "sync", "--wiki", wiki, "sync", "--json")
         r("sync conflict", "sync", "--wiki", other, "sync", "--json")
         r("remote show", "remote show", "--wiki", other, "remote", "show", "--json")
+        r("log after a merge", "log", "--wiki", other, "log", "-n", "3", "--json")
 
         # memorize: prepare (with a project, for verify-resources), refuse, commit a conflict.
         session = REPO / "examples" / "memorize" / "session-release.json"
@@ -688,6 +689,18 @@ class Scenario:
             "--json",
         )
         r("schedule", "schedule", *w, "schedule", "--host", "claude-code", "--json")
+        r("install claude-code", "install", *w, "install", "--host", "claude-code", "--json")
+        r(
+            "schedule install",
+            "schedule",
+            *w,
+            "schedule",
+            "--host",
+            "claude-code",
+            "--install",
+            "--json",
+        )
+        r("uninstall claude-code", "uninstall", *w, "uninstall", "--host", "claude-code", "--json")
         r("schedule generic", "error", *w, "schedule", "--host", "generic", "--json")
         r(
             "bridge commit nothing pending",
@@ -870,6 +883,10 @@ def test_the_scenario_reaches_the_cases_it_names(scenario):
     assert doc["bridge prepare"]["sessions"] and not doc["bridge prepare"]["nothing_new"]
     assert doc["bridge prepare nothing new"]["nothing_new"]
     assert doc["log"][0]["changes"]
+    assert (
+        doc["install claude-code"]["changes"] and doc["schedule install"]["action"] == "installed"
+    )
+    assert doc["uninstall claude-code"]["schedule"]["action"] == "removed"
     assert doc["project repository"]["project"] == "code"
     assert doc["project the wiki"]["project"] is None
     second = doc["init elsewhere with a remote"]
