@@ -166,6 +166,8 @@ SHAPES: dict[str, object] = {
                 "score": "num",
                 "project": "str|null",
                 "projects": ["str"],
+                "conflict": "bool",
+                "conflict_of": "str|null",
                 "sections": [
                     {
                         "heading": "str",
@@ -607,6 +609,15 @@ class Scenario:
         r("sync conflict", "sync", "--wiki", other, "sync", "--json")
         r("remote show", "remote show", "--wiki", other, "remote", "show", "--json")
         r("log after a merge", "log", "--wiki", other, "log", "-n", "3", "--json")
+        r(
+            "retrieve a conflict copy",
+            "retrieve",
+            "--wiki",
+            other,
+            "retrieve",
+            "release laptop desktop",
+            "--json",
+        )
 
         # memorize: prepare (with a project, for verify-resources), refuse, commit a conflict.
         session = REPO / "examples" / "memorize" / "session-release.json"
@@ -883,6 +894,8 @@ def test_the_scenario_reaches_the_cases_it_names(scenario):
     assert doc["bridge prepare"]["sessions"] and not doc["bridge prepare"]["nothing_new"]
     assert doc["bridge prepare nothing new"]["nothing_new"]
     assert doc["log"][0]["changes"]
+    copies = [x for x in doc["retrieve a conflict copy"]["results"] if x["conflict"]]
+    assert copies and copies[0]["conflict_of"] == "skill/release.md"
     assert (
         doc["install claude-code"]["changes"] and doc["schedule install"]["action"] == "installed"
     )
