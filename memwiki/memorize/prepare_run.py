@@ -41,7 +41,7 @@ class PrepareResult:
 
     run_id: str
     workspace: str
-    transcripts: list[dict[str, str]]
+    transcripts: list[dict[str, str | None]]
     jobs: list[str]
     executor_prompt: str
     next_command: str
@@ -112,9 +112,9 @@ def _write_run_files(
     scrubbed: list[ScrubbedSession],
     command: str,
     projects: list[dict[str, Any] | None],
-) -> tuple[list[dict[str, str]], list[str], str]:
+) -> tuple[list[dict[str, str | None]], list[str], str]:
     workspace = directory / WORKSPACE
-    written: list[dict[str, str]] = []
+    written: list[dict[str, str | None]] = []
     logs: list[Path | None] = []
     for number, clean in enumerate(scrubbed, start=1):
         session = clean.session
