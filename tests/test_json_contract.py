@@ -543,7 +543,7 @@ class Scenario:
             "-d",
             "Who is on call",
             "--json",
-            stdin="Ada, then Kim.\n",
+            stdin="Ada, then Kim. See [[nowhere]].\n",
         )
         r("add bad name", "error", "add", "memory", "Bad", "-d", "x", "--json", stdin="x")
         r("show", "show", "show", "memory/billing-service", "--json")
@@ -566,6 +566,7 @@ class Scenario:
         r("log missing", "error", "log", "memory/nothing", "--json")
         r("links", "links", "links", "memory/billing-service", "--json")
         r("links backlinks", "links", "links", "skill/release", "--json")
+        r("links broken", "links", "links", "memory/oncall", "--json")
         r("retrieve", "retrieve", "retrieve", "billing payments", "--json")
         r("retrieve unicode", "retrieve", "retrieve", "計費 déploiement", "--json")
         r("retrieve nothing", "retrieve", "retrieve", "zzqqxx", "--json", "--track", "skill")
@@ -894,6 +895,7 @@ def test_the_scenario_reaches_the_cases_it_names(scenario):
     assert doc["bridge prepare"]["sessions"] and not doc["bridge prepare"]["nothing_new"]
     assert doc["bridge prepare nothing new"]["nothing_new"]
     assert doc["log"][0]["changes"]
+    assert doc["links broken"]["outgoing"][0]["target"] is None
     copies = [x for x in doc["retrieve a conflict copy"]["results"] if x["conflict"]]
     assert copies and copies[0]["conflict_of"] == "skill/release.md"
     assert (
