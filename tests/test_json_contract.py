@@ -610,6 +610,30 @@ class Scenario:
         r("sync conflict", "sync", "--wiki", other, "sync", "--json")
         r("remote show", "remote show", "--wiki", other, "remote", "show", "--json")
         r("log after a merge", "log", "--wiki", other, "log", "-n", "3", "--json")
+        # One note renamed differently on each device: other_name is the remote's path.
+        r(
+            "add to rename",
+            "commit result",
+            "--wiki",
+            wiki,
+            "add",
+            "memory",
+            "moving",
+            "-d",
+            "Moves",
+            "--json",
+            stdin="x\n",
+        )
+        r("sync the note out", "sync", "--wiki", wiki, "sync", "--json")
+        r("sync the note in", "sync", "--wiki", other, "sync", "--json")
+        for where, name in ((wiki, "moved-here"), (other, "moved-there")):
+            text = (where / "memory" / "moving.md").read_text()
+            (where / "memory" / f"{name}.md").write_text(
+                text.replace("name: moving", f"name: {name}")
+            )
+            (where / "memory" / "moving.md").unlink()
+        r("sync a rename", "sync", "--wiki", wiki, "sync", "--json")
+        r("sync renamed differently", "sync", "--wiki", other, "sync", "--json")
         r(
             "retrieve a conflict copy",
             "retrieve",
@@ -895,6 +919,11 @@ def test_the_scenario_reaches_the_cases_it_names(scenario):
     assert doc["bridge prepare"]["sessions"] and not doc["bridge prepare"]["nothing_new"]
     assert doc["bridge prepare nothing new"]["nothing_new"]
     assert doc["log"][0]["changes"]
+    (renamed,) = doc["sync renamed differently"]["conflicts"]
+    assert (renamed["kind"], renamed["other_name"]) == (
+        "renamed-differently",
+        "memory/moved-here.md",
+    )
     assert doc["links broken"]["outgoing"][0]["target"] is None
     copies = [x for x in doc["retrieve a conflict copy"]["results"] if x["conflict"]]
     assert copies and copies[0]["conflict_of"] == "skill/release.md"
