@@ -959,3 +959,24 @@ def test_every_key_of_a_shape_is_named_in_its_docs(shape):
         if not re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])", text)
     )
     assert not unnamed, f"{shape}: keys the docs never name: {unnamed}"
+
+
+def test_a_run_an_older_memwiki_left_pending_resumes_with_every_key(cli, tmp_path, monkeypatch):
+    """Bug: a bridge run prepared before transcripts had project/touched resumed without
+    them, so one upgrade's first resumed run broke the shape."""
+    monkeypatch.setenv("MEMWIKI_EMBED", "hash")
+    home = Path(os.environ["HOME"])
+    shutil.copytree(FIXTURES / "hosts" / "claude-code" / "projects", home / ".claude" / "projects")
+    wiki = tmp_path / "wiki"
+    assert cli("init", wiki, "--json")[0] == 0
+    prepare = ("--wiki", wiki, "bridge", "prepare", "--host", "claude-code", "--json")
+    assert cli(*prepare)[0] == 0
+    pending = wiki / ".memwiki" / "hosts" / "claude-code" / "pending.json"
+    data = json.loads(pending.read_text())
+    for transcript in data["run"]["transcripts"]:
+        del transcript["project"], transcript["touched"]
+    pending.write_text(json.dumps(data))
+    code, out, _ = cli(*prepare)
+    resumed = json.loads(out)
+    assert code == 0 and resumed["resumed"]
+    assert not mismatches(resumed, SHAPES["bridge prepare"])
