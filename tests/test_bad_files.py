@@ -132,7 +132,13 @@ def test_conflict_copies_index_retrieve_and_are_marked(wiki, cli):
     copy = "memory/shared.conflict-run-20261102-101400-abc1234.md"
     assert by_path[copy]["conflict"] is True
     assert by_path[copy]["conflict_of"] == "memory/shared.md"
-    assert "conflict" not in by_path["memory/shared.md"]
+    assert (
+        by_path["memory/shared.md"]["conflict"],
+        by_path["memory/shared.md"]["conflict_of"],
+    ) == (
+        False,
+        None,
+    )
     code, out, err = cli("--wiki", wiki.root, "retrieve", "wombat weekly", "--mode", "bm25")
     assert code == 0, err
     assert f"## {copy} (unresolved conflict copy of memory/shared.md)" in out

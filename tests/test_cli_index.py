@@ -118,6 +118,8 @@ def test_retrieve_json_schema_and_line_ranges(demo, cli):
         "score",
         "project",
         "projects",
+        "conflict",
+        "conflict_of",
         "sections",
     }
     assert top["path"] == "skill/rotate-stripe-webhook-secret.md"

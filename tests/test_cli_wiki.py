@@ -423,6 +423,7 @@ def test_show_text_and_json(w, cli) -> None:
         "created",
         "updated",
         "sources",
+        "extra",
         "body",
     }
     assert (data["path"], data["tags"], data["body"], data["sources"]) == (

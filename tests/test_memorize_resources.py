@@ -105,7 +105,8 @@ def test_prepare_without_a_project_is_unchanged(tmp_path):
     result = memorize.prepare(wiki, [s1])
     assert len(result.jobs) == 2
     assert "not run inside a known code project" in Path(result.jobs[0]).read_text()
-    assert "project" not in result.to_dict()["transcripts"][0]
+    transcript = result.to_dict()["transcripts"][0]
+    assert (transcript["project"], transcript["touched"]) == (None, None)
     with pytest.raises(StateError, match="no project"):
         memorize.verify_resources(wiki, result.run_id)
     with pytest.raises(InvalidInput, match="project"):

@@ -74,7 +74,9 @@ class FileResult:
             "project": self.projects[0] if self.projects else None,
             "projects": list(self.projects),
             "sections": [s.to_dict() for s in self.sections],
-            **({"conflict": True, "conflict_of": self.conflict_of} if self.conflict_of else {}),
+            # On every result, not only on conflict copies: agents read them without a check.
+            "conflict": self.conflict_of is not None,
+            "conflict_of": self.conflict_of,
         }
 
     @property

@@ -41,7 +41,7 @@ class PrepareResult:
 
     run_id: str
     workspace: str
-    transcripts: list[dict[str, str]]
+    transcripts: list[dict[str, str | None]]
     jobs: list[str]
     executor_prompt: str
     next_command: str
@@ -112,9 +112,9 @@ def _write_run_files(
     scrubbed: list[ScrubbedSession],
     command: str,
     projects: list[dict[str, Any] | None],
-) -> tuple[list[dict[str, str]], list[str], str]:
+) -> tuple[list[dict[str, str | None]], list[str], str]:
     workspace = directory / WORKSPACE
-    written: list[dict[str, str]] = []
+    written: list[dict[str, str | None]] = []
     logs: list[Path | None] = []
     for number, clean in enumerate(scrubbed, start=1):
         session = clean.session
@@ -122,16 +122,16 @@ def _write_run_files(
         full = directory / "transcripts" / f"session-{number:02d}-full.jsonl"
         atomic_write_text(md, transcripts.messages_markdown(clean, number))
         atomic_write_text(full, transcripts.full_jsonl(clean))
-        written.append(
-            {"session": session.label, "source_id": session.source_id, "messages": str(md),
-             "full": str(full)}
-        )  # fmt: skip
         project = projects[number - 1]
         log = None
         if project:
             log = write_touched_log(directory, number, session.items, project.get("cwd"))
-            written[-1]["project"] = project["project"]
-            written[-1]["touched"] = str(log)
+        # project and touched are null without a project, never missing: agents index them.
+        written.append(
+            {"session": session.label, "source_id": session.source_id, "messages": str(md),
+             "full": str(full), "project": project["project"] if project else None,
+             "touched": str(log) if log else None}
+        )  # fmt: skip
         logs.append(log)
     slugs = sorted({p["project"] for p in projects if p})
     total = 2 * len(scrubbed) + (1 if slugs else 0)

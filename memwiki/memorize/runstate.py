@@ -94,7 +94,7 @@ class RunState:
     updated: str
     base_commit: str | None = None
     sessions: list[dict[str, Any]] = field(default_factory=list)
-    transcripts: list[dict[str, str]] = field(default_factory=list)
+    transcripts: list[dict[str, str | None]] = field(default_factory=list)
     jobs: list[str] = field(default_factory=list)
     executor_prompt: str | None = None
     redactions: dict[str, int] = field(default_factory=dict)

@@ -111,9 +111,9 @@ class RecallFile:
             "created": self.created,
             "updated": self.updated,
             "sources": list(self.sources),
+            # Always there, {} when empty: an agent reads data["extra"] without a check.
+            "extra": jsonable(self.extra),
         }
-        if self.extra:
-            data["extra"] = jsonable(self.extra)
         if with_body:
             data["body"] = self.body
         return data

@@ -75,7 +75,10 @@ class BridgePrepareResult:
             "jobs": list(run.get("jobs", [])),
             "executor_prompt": run.get("executor_prompt"),
             "next_command": run.get("next_command"),
-            "transcripts": list(run.get("transcripts", [])),
+            # A run an older memwiki left pending has no project/touched: null, as for others.
+            "transcripts": [
+                {"project": None, "touched": None, **t} for t in run.get("transcripts", [])
+            ],
             "redactions": dict(run.get("redactions", {})),
             "sessions": [dict(s) for s in self.sessions],
             "advanced": self.advanced,
