@@ -88,3 +88,39 @@ def test_lint_finds_two_notes_whose_names_differ_only_in_normalization(wiki, cli
     code, out, _ = cli("--wiki", wiki.root, "lint")
     assert code == 1
     assert f"duplicate name in track 'notes': also notes/{nfc('crème')}.md" in out
+
+
+def test_a_file_name_that_is_not_utf8_is_held_back_not_an_internal_error(wiki, run_memwiki):
+    """Bug: `memwiki commit` with `memory/bad\\xffname.md` in the work tree (Latin-1 bytes
+    from an old disk or an archive) was exit 70, "UnicodeEncodeError ... surrogates not
+    allowed", and left the file staged; committed, it breaks every Mac the wiki syncs to.
+    Now it is held back like another tool's copy, with why; a tracked one (committed by
+    git itself) is named escaped in memwiki's commit message."""
+    import os
+    import subprocess
+
+    root = wiki.root
+    bad = os.fsencode(root) + b"/memory/bad\xffname.md"
+    with open(bad, "wb") as fh:
+        fh.write(b"---\nname: bad\ndescription: d\n---\nx\n")
+    done = run_memwiki("--wiki", root, "commit", "--json")
+    assert done.returncode == 0, done.stderr
+    held = json.loads(done.stdout)["not_committed"]
+    assert held[0]["path"] == "memory/bad\udcffname.md"  # a JSON escape: the bytes, escaped
+    assert [h["problem"].split(":")[0] for h in held] == ["a file name that is not UTF-8"]
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=root, capture_output=True, check=True
+    ).stdout
+    assert status == b'?? "memory/bad\\377name.md"\n'  # untracked still, not staged
+    # One that git itself committed, then edited: memwiki's commit names it escaped.
+    git = ["git", "-c", "user.name=T", "-c", "user.email=t@x"]
+    subprocess.run([*git, "add", "-A"], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-qm", "by git"], cwd=root, check=True)
+    with open(bad, "ab") as fh:
+        fh.write(b"more\n")
+    done = run_memwiki("--wiki", root, "commit")
+    assert done.returncode == 0, done.stderr
+    message = subprocess.run(
+        ["git", "log", "-1", "--format=%B"], cwd=root, capture_output=True, check=True
+    ).stdout
+    assert b"memwiki: updated memory/bad\\xffname" in message

@@ -80,6 +80,22 @@ def other_tools_copy(root: Path, rel: str) -> tuple[str, str] | None:
 #: Bug it prevents: `memwiki commit` and `memwiki sync` failed for good with "git failed:
 #: invalid path: 'Projects/code/'" (exit 5) in a vault holding a code clone.
 NESTED_REPOSITORY = "a git repository inside the wiki"
+#: A name that is not UTF-8 (Latin-1 bytes from an old disk or an archive): macOS cannot
+#: check such a file out, so one commit would break every Mac that syncs. Bug it prevents:
+#: `memwiki commit` was an internal error (its message could not be encoded) that left the
+#: file staged.
+NOT_UTF8 = "a file name that is not UTF-8"
+
+
+def never_staged(rel: str) -> str | None:
+    """What a new path is when no memwiki commit may take it, whoever asks (else None)."""
+    if rel.endswith("/"):  # git lists a nested repository, never its files
+        return NESTED_REPOSITORY
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:  # git's bytes, decoded with surrogateescape
+        return NOT_UTF8
+    return None
 
 
 def new_tool_copies(
@@ -92,8 +108,8 @@ def new_tool_copies(
     found = {}
     for rel, flags in (repo.status() if status is None else status).items():
         if flags & pygit2.GIT_STATUS_WT_NEW and not flags & pygit2.GIT_STATUS_IGNORED:
-            if rel.endswith("/"):
-                found[rel] = NESTED_REPOSITORY
+            if (never := never_staged(rel)) is not None:
+                found[rel] = never
                 continue
             copy = other_tools_copy(Path(repo.workdir), rel)
             if copy is not None:
@@ -142,6 +158,8 @@ def described(copies: dict[str, str]) -> list[dict]:
             "path": rel,
             "problem": f"{what}: move it out of the wiki, or add {rel} to .gitignore"
             if what == NESTED_REPOSITORY
+            else f"{what}: rename it (macOS cannot check such a name out)"
+            if what == NOT_UTF8
             else f"{what}: merge what you want to keep into that file, then delete "
             "this one (or rename it, if it is a file of its own)",
         }

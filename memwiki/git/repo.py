@@ -225,7 +225,7 @@ def stage_all(
     the caller's read_status (read here when None): a file first changed after that read
     is left for the next commit, since the caller checked only what the read showed.
     """
-    from .copies import NESTED_REPOSITORY, other_tools_copy  # recallfile: only when needed
+    from .copies import never_staged, other_tools_copy  # recallfile: only when needed
 
     wait_for_git(repo)
     if _nothing_to_stage(repo, status):
@@ -241,8 +241,8 @@ def stage_all(
                 _drop_stale_temp(workdir / path)
             continue
         new = flags & pygit2.GIT_STATUS_WT_NEW
-        if new and path.endswith("/"):  # git lists a nested repository, never its files
-            held[path] = NESTED_REPOSITORY
+        if new and (never := never_staged(path)) is not None:
+            held[path] = never
             continue
         if hand_edits and new and (copy := other_tools_copy(workdir, path)):
             held[path] = copy[1]
@@ -344,6 +344,8 @@ def commit_index(
     if parents is None:
         parents = [head.id] if head is not None else []
     sig = signature(repo)
+    # A tracked path that is not UTF-8 (git's bytes, surrogate-escaped) is named as \xff.
+    message = message.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     try:
         tree = repo.index.write_tree() if index is None else index.write_tree(repo)
         oid = repo.create_commit("HEAD", sig, sig, message, tree, parents)
