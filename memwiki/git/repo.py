@@ -10,6 +10,7 @@ import pygit2
 
 from ..errors import StateError, StorageError
 from ..fsutil import is_temp_name
+from ..owners import why_refused
 from .changes import Change, Changes, classify, commit_message
 from .gitlocks import MOVED, GitBusy, HeadMoved, retry_moved, wait_for_git
 from .identity import signature
@@ -357,10 +358,13 @@ def commit_index(
     # nothing was. Believe the commit only once it is in the store and HEAD names it.
     after = head_commit(repo)
     if repo.get(oid) is None or after is None or after.id != oid:
-        raise StorageError(
-            "git commit failed (the commit was not written: is the disk full?): "
-            "the files are saved, not committed"
-        )
+        # Its folder may refuse this user (root's, after a `sudo memwiki`): libgit2 says
+        # nothing of that either, and the disk was blamed.
+        folder = os.path.join(repo.path, "objects", str(oid)[:2])
+        why = why_refused(folder)
+        what = f"Permission denied: {folder}: {why}" if why else ""
+        what = what or "the commit was not written: is the disk full?"
+        raise StorageError(f"git commit failed ({what}): the files are saved, not committed")
     return str(oid)
 
 

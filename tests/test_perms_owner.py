@@ -1,0 +1,140 @@
+"""Files a `sudo memwiki ...` left owned by root in the wiki of an ordinary user.
+
+The suite runs as root, and root ignores permission bits, so these tests run memwiki as
+another uid (setpriv --reuid). That uid keeps one capability, CAP_DAC_READ_SEARCH, only
+so that it can start this interpreter (which may live under root's 0700 home): reading is
+not what is tested; every write is refused as it would be for an ordinary user.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from memwiki.wiki import Wiki
+
+REPO = Path(__file__).resolve().parents[1]
+UID = 54_321  # no entry in the password database is needed
+SAFE = ("-c", "safe.directory=*")  # root's git in the user's repository
+NOTE = "---\nname: {n}\ndescription: note {n}\n---\n{body}\n"
+
+
+def _chown_tree(top: Path, uid: int) -> None:
+    for path in [top, *top.rglob("*")]:
+        os.lchown(path, uid, uid)
+
+
+@pytest.fixture
+def place() -> Iterator[Path]:
+    """A folder another user can reach (pytest's tmp_path sits in root's 0700 folder, and
+    click's check of `--wiki` asks access(), which no capability helps)."""
+    top = Path(tempfile.mkdtemp(prefix="memwiki-perms-"))
+    top.chmod(0o755)
+    try:
+        yield top
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.fixture
+def as_user(place) -> Callable[..., subprocess.CompletedProcess]:
+    """Run `memwiki ARGV` as UID, with a home of its own (a git identity in it)."""
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("needs root and setpriv (util-linux) to run memwiki as another user")
+    home = place / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[user]\n\tname = User\n\temail = user@example.invalid\n")
+    _chown_tree(home, UID)
+    prefix = [setpriv, f"--reuid={UID}", f"--regid={UID}", "--clear-groups"]
+    prefix += ["--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search"]
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "MEMWIKI_EMBED": "hash",
+        "PYTHONPATH": str(REPO),
+    }
+
+    def run(*argv: str, stdin: str = "") -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [*prefix, sys.executable, "-m", "memwiki", *map(str, argv)],
+            input=stdin, capture_output=True, text=True, env=env, timeout=60, cwd=home,
+        )  # fmt: skip
+
+    return run
+
+
+@pytest.fixture
+def users_wiki(place) -> Path:
+    """A wiki of UID's with one committed note."""
+    wiki, _ = Wiki.init(place / "wiki")
+    (wiki.root / "memory/people.md").write_text(NOTE.format(n="people", body="Ada: zebracorn."))
+    wiki.commit()
+    _chown_tree(wiki.root, UID)
+    return wiki.root
+
+
+def _as_root(wiki: Path, *argv: str) -> None:
+    """`sudo memwiki ARGV`: root runs memwiki on the user's wiki."""
+    env = {**os.environ, "MEMWIKI_EMBED": "hash", "PYTHONPATH": str(REPO)}
+    env.update(SUDO_UID=str(UID), SUDO_GID=str(UID), SUDO_USER="user")  # as sudo sets them
+    done = subprocess.run([sys.executable, "-m", "memwiki", "--wiki", str(wiki), *argv],
+                          capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_reindex_under_sudo_is_named_with_its_owner_and_the_command_to_run(
+    users_wiki, as_user
+) -> None:
+    """Bug: after one `sudo memwiki reindex` the user's `reindex` said only "Permission
+    denied: .memwiki/index/bm25-2/items_WRITELOCK" (found running as a real user): not who
+    owns it, nor what to run. retrieve and the hook still answer from the index."""
+    _as_root(users_wiki, "reindex", "--full")
+    (users_wiki / "memory/tools.md").write_text(NOTE.format(n="tools", body="quuxtool daily"))
+    done = as_user("--wiki", users_wiki, "reindex")
+    assert done.returncode == 5 and done.stdout == "", done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert "is owned by root" in done.stderr
+    assert f"run `sudo chown -R {UID} {users_wiki / '.memwiki'}`" in done.stderr
+    done = as_user("--wiki", users_wiki, "retrieve", "zebracorn", "--files")
+    assert done.returncode == 0 and done.stdout == "memory/people.md\n", done.stderr
+    hook = as_user("hook", "claude-code", stdin='{"prompt": "zebracorn", "cwd": "/"}')
+    assert hook.returncode == 0 and hook.stderr == ""
+    subprocess.run(["chown", "-R", str(UID), str(users_wiki / ".memwiki")], check=True)
+    done = as_user("--wiki", users_wiki, "reindex")  # the command it named was enough
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_commit_git_cannot_write_names_the_folder_not_a_full_disk(
+    users_wiki, as_user, git
+) -> None:
+    """Bug: with `.git/objects/xx/` folders root owns (a `sudo memwiki add` made them),
+    the user's commit failed as "the commit was not written: is the disk full?" (libgit2
+    returns the id of a commit it could not write). Now: the folder, its owner, what to run."""
+    note = users_wiki / "memory/people.md"
+    note.write_text(NOTE.format(n="people", body="Ada: zebracorn, and more."))
+    # The blob and the tree are in the store already; only the commit object is new.
+    git(users_wiki, *SAFE, "add", "memory/people.md")
+    git(users_wiki, *SAFE, "write-tree")
+    objects = users_wiki / ".git/objects"
+    for n in range(256):
+        (objects / f"{n:02x}").mkdir(exist_ok=True)
+        os.chown(objects / f"{n:02x}", 0, 0)
+    _chown_tree(users_wiki / ".git/index", UID)
+    head = git(users_wiki, *SAFE, "rev-parse", "HEAD")
+    done = as_user("--wiki", users_wiki, "commit")
+    assert done.returncode == 5, done.stderr
+    assert done.stderr.count("\n") == 1 and "disk full" not in done.stderr, done.stderr
+    assert "is owned by root" in done.stderr and "files are saved, not committed" in done.stderr
+    assert f"run `sudo chown -R {UID} {users_wiki / '.git'}`" in done.stderr
+    assert git(users_wiki, *SAFE, "rev-parse", "HEAD") == head
+    assert "Ada: zebracorn, and more." in note.read_text()
