@@ -121,6 +121,12 @@ class Config:
         return Path(base) / "memwiki" / "models"
 
     @property
+    def private_sidecars_dir(self) -> Path:
+        """$XDG_CACHE_HOME/memwiki/sidecars: the indexes of wikis this user cannot write."""
+        base = self.host_env.get("XDG_CACHE_HOME") or str(self.home / ".cache")
+        return Path(base) / "memwiki" / "sidecars"
+
+    @property
     def git_token(self) -> str | None:
         """The token for https remotes (MEMWIKI_GIT_TOKEN), if any."""
         return self.get("git_token") or None

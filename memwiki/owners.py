@@ -95,29 +95,25 @@ def chown_target(path: str) -> str:
     return path
 
 
-def foreign_owned(top: str, limit: int = 1000) -> tuple[list[str], int]:
-    """Entries under top (top included) that another user owns, at most `limit` listed,
-    and how many there are. A symlink counts by its own owner; nothing is followed."""
-    me = os.geteuid()
+def owned_by(top: str, uid: int, limit: int = 3) -> tuple[list[str], int]:
+    """Entries under top (top included) that uid owns: the first `limit` in path order, and
+    how many there are. Symlinks count by their own owner; nothing is followed."""
     found: list[str] = []
-    count = 0
     stack = [top]
     seen = 0
-    while stack and seen < 200_000:  # bounded: a wiki far larger than any real one
+    while stack and seen < 1_000_000:  # bounded: far more entries than a wiki has
         path = stack.pop()
         seen += 1
         try:
             st = os.lstat(path)
         except OSError:
             continue
-        if st.st_uid != me:
-            count += 1
-            if len(found) < limit:
-                found.append(path)
+        if st.st_uid == uid:
+            found.append(path)
         if stat.S_ISDIR(st.st_mode):
             try:
                 with os.scandir(path) as it:
                     stack.extend(e.path for e in it)
             except OSError:
                 continue
-    return sorted(found), count
+    return sorted(found)[:limit], len(found)

@@ -23,6 +23,7 @@ from memwiki.wiki import Wiki
 REPO = Path(__file__).resolve().parents[1]
 UID = 54_321  # no entry in the password database is needed
 SAFE = ("-c", "safe.directory=*")  # root's git in the user's repository
+PROMPT = '{"prompt": "zebracorn", "cwd": "/"}'
 NOTE = "---\nname: {n}\ndescription: note {n}\n---\n{body}\n"
 
 
@@ -64,10 +65,12 @@ def as_user(place) -> Callable[..., subprocess.CompletedProcess]:
         "PYTHONPATH": str(REPO),
     }
 
-    def run(*argv: str, stdin: str = "") -> subprocess.CompletedProcess:
+    def run(*argv: str, stdin: str = "", wiki: Path | None = None) -> subprocess.CompletedProcess:
+        more = {"MEMWIKI_DIR": str(wiki)} if wiki else {}  # the hook's wiki: the configured one
         return subprocess.run(
             [*prefix, sys.executable, "-m", "memwiki", *map(str, argv)],
-            input=stdin, capture_output=True, text=True, env=env, timeout=60, cwd=home,
+            input=stdin, capture_output=True, text=True, env={**env, **more}, timeout=60,
+            cwd=home,
         )  # fmt: skip
 
     return run
@@ -107,8 +110,8 @@ def test_a_reindex_under_sudo_is_named_with_its_owner_and_the_command_to_run(
     assert f"run `sudo chown -R {UID} {users_wiki / '.memwiki'}`" in done.stderr
     done = as_user("--wiki", users_wiki, "retrieve", "zebracorn", "--files")
     assert done.returncode == 0 and done.stdout == "memory/people.md\n", done.stderr
-    hook = as_user("hook", "claude-code", stdin='{"prompt": "zebracorn", "cwd": "/"}')
-    assert hook.returncode == 0 and hook.stderr == ""
+    hook = as_user("hook", "claude-code", stdin=PROMPT, wiki=users_wiki)
+    assert hook.returncode == 0 and "memory/people.md" in hook.stdout, hook.stderr
     subprocess.run(["chown", "-R", str(UID), str(users_wiki / ".memwiki")], check=True)
     done = as_user("--wiki", users_wiki, "reindex")  # the command it named was enough
     assert done.returncode == 0, done.stderr
@@ -138,3 +141,52 @@ def test_a_commit_git_cannot_write_names_the_folder_not_a_full_disk(
     assert f"run `sudo chown -R {UID} {users_wiki / '.git'}`" in done.stderr
     assert git(users_wiki, *SAFE, "rev-parse", "HEAD") == head
     assert "Ada: zebracorn, and more." in note.read_text()
+
+
+def test_a_root_job_with_umask_077_leaves_an_index_retrieve_works_around(
+    users_wiki, as_user
+) -> None:
+    """Bug: a root cron job (umask 077) made `.memwiki/index/` root's and unreadable: the
+    user's retrieve failed "Permission denied: .memwiki/index/state.pkl" (exit 5), and
+    the hook answered nothing. Now the user's own index (in ~/.cache) answers, and doctor
+    names root's files and the command that gives them back."""
+    old = os.umask(0o077)
+    try:
+        _as_root(users_wiki, "reindex")
+    finally:
+        os.umask(old)
+    assert (users_wiki / ".memwiki/index").stat().st_mode & 0o777 == 0o700
+    done = as_user("--wiki", users_wiki, "retrieve", "zebracorn", "--files")
+    assert done.returncode == 0 and done.stdout == "memory/people.md\n", done.stderr
+    hook = as_user("hook", "claude-code", stdin=PROMPT, wiki=users_wiki)
+    assert hook.returncode == 0 and "memory/people.md" in hook.stdout, hook.stderr
+    doctor = as_user("--wiki", users_wiki, "doctor")
+    assert doctor.returncode == 1, doctor.stdout + doctor.stderr
+    lines = {line.split()[1]: line for line in doctor.stdout.splitlines()}
+    assert lines["owner"].startswith("FAIL") and ".memwiki/index" in lines["owner"]
+    assert f"run `sudo chown -R {UID} {users_wiki}`" in lines["owner"]
+    assert lines["sidecar"].startswith("ok") and "/.cache/memwiki/sidecars/" in lines["sidecar"]
+    assert lines["retrieve"].startswith("ok")
+
+
+def test_a_wiki_the_user_may_only_read_answers_and_refuses_writes_in_one_line(
+    users_wiki, as_user, git
+) -> None:
+    """Bug: in a wiki the user may only read (another user's, `chmod -R a-w`, a read-only
+    mount) list, show, log and lint worked but retrieve failed: "Permission denied:
+    <wiki>/.memwiki" (exit 5). Writes still fail, in one line naming the folder's owner."""
+    _chown_tree(users_wiki, 4242)  # another user's wiki, readable by all
+    home_config = users_wiki.parent / "home/.gitconfig"
+    home_config.write_text(home_config.read_text() + f"[safe]\n\tdirectory = {users_wiki}\n")
+    for argv in (["retrieve", "zebracorn", "--files"], ["list"], ["show", "memory/people"],
+                 ["log"], ["lint"]):  # fmt: skip
+        done = as_user("--wiki", users_wiki, *argv)
+        assert done.returncode == 0 and done.stderr == "", (argv, done.stderr)
+        assert "people" in done.stdout or argv == ["lint"], (argv, done.stdout)
+    hook = as_user("hook", "claude-code", stdin=PROMPT, wiki=users_wiki)
+    assert hook.returncode == 0 and "memory/people.md" in hook.stdout, hook.stderr
+    assert not (users_wiki / ".memwiki/index").exists()  # the index was the user's own
+    done = as_user("--wiki", users_wiki, "add", "memory", "n", "-d", "d", stdin="body\n")
+    assert done.returncode == 5 and done.stderr.count("\n") == 1, done.stderr
+    assert "Permission denied" in done.stderr and "is owned by 4242" in done.stderr
+    assert not (users_wiki / "memory/n.md").exists()

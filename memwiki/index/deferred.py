@@ -180,7 +180,7 @@ def _detach(index: Index) -> None:
     null = os.open(os.devnull, os.O_RDWR)
     try:
         log.parent.mkdir(parents=True, exist_ok=True)
-        out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)  # less the umask
     except OSError:  # a read-only sidecar: its failure said nowhere rather than after the
         out = os.dup(null)  # caller's answer, on the terminal or in the agent's output
     os.dup2(null, 0)
