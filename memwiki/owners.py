@@ -61,6 +61,28 @@ def _writable(path: str) -> bool:
     return os.access(path, os.W_OK | (os.X_OK if folder else 0))
 
 
+def refused_text(path: str) -> str:
+    """ "Permission denied: <path>: <why>" when someone on this machine stands in the way of
+    writing path (a folder libgit2 failed to write in without a word), else ""."""
+    why = why_refused(path)
+    return f"{os.strerror(13)}: {path}: {why}" if why else ""
+
+
+def shared_umask(value: str, umask: int) -> int:
+    """The umask under which new files get the modes git gives them in a repository whose
+    core.sharedRepository is value (git applies it to what it writes in .git/ whatever the
+    umask; libgit2 does not); umask itself for an unshared one."""
+    value = value.strip().lower()
+    if value in ("group", "true", "yes", "on", "1"):
+        return umask & ~0o070  # the group may do what the owner may
+    if value in ("all", "world", "everybody", "2"):
+        return umask & ~0o075  # and everybody may read
+    if len(value) == 4 and value[0] == "0" and all(c in "01234567" for c in value[1:]):
+        mode = int(value, 8)  # exactly these modes: folders searchable where readable
+        return 0o777 & ~(mode | (mode & 0o444) >> 2)
+    return umask
+
+
 def why_refused(path: str) -> str:
     """What to say after "Permission denied: <path>": who owns the entry in the way and
     what to run; empty when nothing on this machine can be blamed."""

@@ -65,3 +65,36 @@ def test_a_rewritten_note_keeps_its_mode(tmp_path, cli) -> None:
         path = wiki.root / f"memory/{name}.md"
         assert code == 0 and "again" in path.read_text(), err
         assert stat.S_IMODE(path.stat().st_mode) == mode, name
+
+
+def _modes(top: Path) -> dict[str, str]:
+    """Mode (octal) of every entry under top, by path relative to top."""
+    return {str(p.relative_to(top)): oct(stat.S_IMODE(p.lstat().st_mode)) for p in top.rglob("*")}
+
+
+@pytest.mark.parametrize("shared", ["group", "all", "0660", "false"])
+def test_a_shared_repository_gets_the_modes_git_gives_whatever_the_umask(tmp_path, shared):
+    """Bug: libgit2 ignores core.sharedRepository. In a `git init --shared=group` wiki
+    under umask 022, memwiki's commit made `.git/objects/xx/` 0755 and `.git/logs/HEAD`
+    0644 where git makes them 2775 and 0664: the group's next commit was refused.
+    Checked against git itself: the same blob written by each into a fresh repository."""
+    blob = b"the same blob\n"
+    modes = {}
+    for who in ("git", "memwiki"):
+        repo = tmp_path / who
+        subprocess.run(["git", "init", "-q", f"--shared={shared}", str(repo)], check=True,
+                       umask=0o022, timeout=30)  # fmt: skip
+        before = set(_modes(repo))
+        if who == "git":
+            write = ["git", "-C", str(repo), "hash-object", "-w", "--stdin"]
+        else:
+            code = ("import sys; from pathlib import Path; from memwiki.git.repo import "
+                    "open_repo; print(open_repo(Path(sys.argv[1])).create_blob(sys.stdin.buffer.read()))")  # fmt: skip
+            write = [sys.executable, "-c", code, str(repo)]
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        done = subprocess.run(write, input=blob, capture_output=True, env=env, umask=0o022,
+                              timeout=60)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        modes[who] = {p: m for p, m in _modes(repo).items() if p not in before}
+    assert len(modes["git"]) == 2  # the object's folder and the object
+    assert modes["memwiki"] == modes["git"]

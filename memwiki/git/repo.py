@@ -10,11 +10,12 @@ import pygit2
 
 from ..errors import StateError, StorageError
 from ..fsutil import is_temp_name
-from ..owners import why_refused
+from ..owners import refused_text
 from .changes import Change, Changes, classify, commit_message
 from .gitlocks import MOVED, GitBusy, HeadMoved, retry_moved, wait_for_git
 from .identity import signature
 from .index_format import SPLIT_INDEX, split_index_problem, unreadable
+from .shared import as_git_shares
 
 SIDECAR_PREFIX = ".memwiki/"  # the sidecar: never committed, whatever .gitignore says
 
@@ -22,7 +23,7 @@ SIDECAR_PREFIX = ".memwiki/"  # the sidecar: never committed, whatever .gitignor
 def open_repo(path: Path) -> pygit2.Repository:
     """Open the repository whose work tree is path."""
     try:
-        return pygit2.Repository(str(path))
+        return as_git_shares(pygit2.Repository(str(path)))
     except pygit2.GitError as exc:
         problem = unreadable(path, exc)
         raise StorageError(problem or f"{path}: not a git repository ({exc})") from None
@@ -361,9 +362,7 @@ def commit_index(
         # Its folder may refuse this user (root's, after a `sudo memwiki`): libgit2 says
         # nothing of that either, and the disk was blamed.
         folder = os.path.join(repo.path, "objects", str(oid)[:2])
-        why = why_refused(folder)
-        what = f"Permission denied: {folder}: {why}" if why else ""
-        what = what or "the commit was not written: is the disk full?"
+        what = refused_text(folder) or "the commit was not written: is the disk full?"
         raise StorageError(f"git commit failed ({what}): the files are saved, not committed")
     return str(oid)
 
