@@ -100,9 +100,16 @@ def why_refused(path: str) -> str:
     owner = owner_name(uid)
     if uid != 0:  # someone else's: theirs to share (group write), not ours to take
         return f"{what} is owned by {owner}, who has not let you write there"
+    top = chown_target(blocker)
+    try:
+        in_ours = os.stat(os.path.dirname(top)).st_uid == me
+    except OSError:
+        in_ours = False
+    if not in_ours:  # root's own place (/opt, /srv): no `chown` of a system folder
+        return f"{what} is owned by root"
     return (
         f"{what} is owned by root (left by a command run with sudo?): "
-        f"run `sudo chown -R {owner_name(me)} {chown_target(blocker)}`"
+        f"run `sudo chown -R {owner_name(me)} {top}`"
     )
 
 

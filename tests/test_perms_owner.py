@@ -190,3 +190,14 @@ def test_a_wiki_the_user_may_only_read_answers_and_refuses_writes_in_one_line(
     assert done.returncode == 5 and done.stderr.count("\n") == 1, done.stderr
     assert "Permission denied" in done.stderr and "is owned by 4242" in done.stderr
     assert not (users_wiki / "memory/n.md").exists()
+
+
+def test_a_wiki_root_owns_is_never_handed_over_by_the_hint(place, as_user) -> None:
+    """Guard on the hint: root's own wiki (a system folder) refuses the user's writes in
+    one line, with no `sudo chown` that would give a system folder away."""
+    wiki, _ = Wiki.init(place / "system-wiki")
+    home_config = place / "home/.gitconfig"
+    home_config.write_text(home_config.read_text() + f"[safe]\n\tdirectory = {wiki.root}\n")
+    done = as_user("--wiki", wiki.root, "add", "memory", "n", "-d", "d", stdin="body\n")
+    assert done.returncode == 5 and done.stderr.count("\n") == 1, done.stderr
+    assert "is owned by root" in done.stderr and "chown" not in done.stderr
