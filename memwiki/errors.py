@@ -95,14 +95,20 @@ def as_storage_error(exc: BaseException) -> StorageError | None:
         # the text: "failed to write out file: No space left on device" (was exit 70).
         text = " ".join(str(exc).split())
         if any(os.strerror(code) in text for code in ENVIRONMENT_ERRNOS):
-            quoted = re.search(r"'(/[^']+)'", text)  # libgit2 quotes the path it was refused
-            if os.strerror(errno.EACCES) in text and quoted:
-                text = refused(text, quoted.group(1))
-            return StorageError(text)
+            return StorageError(libgit2_refused(text))
     pygit2 = sys.modules.get("pygit2")  # loaded by whatever raised its error
     if pygit2 is not None and isinstance(exc, pygit2.GitError):
-        return StorageError(f"git failed: {' '.join(str(exc).split())}")
+        return StorageError(f"git failed: {libgit2_refused(' '.join(str(exc).split()))}")
     return None
+
+
+def libgit2_refused(text: str) -> str:
+    """libgit2's text of an error, with the owner of the path it names in quotes when
+    permissions refused it ("failed to create locked file '<path>': Permission denied")."""
+    quoted = re.search(r"'(/[^']+)'", text)
+    if os.strerror(errno.EACCES) in text and quoted:
+        return refused(text, quoted.group(1))
+    return text
 
 
 def refused(text: str, path: str) -> str:

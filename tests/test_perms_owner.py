@@ -201,3 +201,29 @@ def test_a_wiki_root_owns_is_never_handed_over_by_the_hint(place, as_user) -> No
     done = as_user("--wiki", wiki.root, "add", "memory", "n", "-d", "d", stdin="body\n")
     assert done.returncode == 5 and done.stderr.count("\n") == 1, done.stderr
     assert "is owned by root" in done.stderr and "chown" not in done.stderr
+
+
+def test_a_read_only_wiki_of_ones_own_is_not_called_busy(users_wiki, as_user) -> None:
+    """Bug: in a wiki made read-only (`chmod -R a-w`, an archive; here a copy whose files'
+    times changed), `commit` took libgit2's "failed to create locked file
+    '.git/index.lock': Permission denied" for another git holding the lock: retried, then
+    said just that. Now one line naming the read-only folder. (A new note's blob is
+    refused first, by .git/objects, and named the same way.)"""
+    note = users_wiki / "memory/people.md"
+    os.utime(note, (1e9, 1e9))  # the same bytes, other stat facts: the index is written
+    subprocess.run(["chmod", "-R", "a-w", str(users_wiki)], check=True)
+    try:
+        done = as_user("--wiki", users_wiki, "commit")
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(users_wiki)], check=True)
+    assert done.returncode == 5 and done.stderr.count("\n") == 1, done.stderr
+    assert "cannot write the git index" in done.stderr, done.stderr
+    assert f"{users_wiki / '.git'} is read-only (`chmod u+w" in done.stderr, done.stderr
+    (users_wiki / "memory/new.md").write_text(NOTE.format(n="new", body="a new note"))
+    subprocess.run(["chmod", "-R", "a-w", str(users_wiki)], check=True)
+    try:
+        done = as_user("--wiki", users_wiki, "commit")
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(users_wiki)], check=True)
+    assert done.returncode == 5 and done.stderr.count("\n") == 1, done.stderr
+    assert f"{users_wiki / '.git/objects'} is read-only (`chmod u+w" in done.stderr

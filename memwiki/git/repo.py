@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pygit2
 
-from ..errors import StateError, StorageError
+from ..errors import StateError, StorageError, libgit2_refused
 from ..fsutil import is_temp_name
 from ..owners import refused_text
 from .changes import Change, Changes, classify, commit_message
@@ -113,10 +113,11 @@ def write_index(repo: pygit2.Repository, index: pygit2.Index) -> None:
     try:
         index.write()
     except (pygit2.GitError, OSError) as exc:
-        if "locked" in str(exc):  # a git command took index.lock since wait_for_git
-            raise GitBusy(_one_line(exc)) from None
+        said = libgit2_refused(_one_line(exc))  # "failed to create locked file": refused
+        if "locked" in said and "Permission denied" not in said:  # a git took index.lock
+            raise GitBusy(said) from None
         raise StorageError(
-            f"{repo.workdir.rstrip('/')}: cannot write the git index ({_one_line(exc)}): "
+            f"{repo.workdir.rstrip('/')}: cannot write the git index ({said}): "
             "the files are saved, not committed"
         ) from None
 
