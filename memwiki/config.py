@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import InvalidInput
-from .layout import LOGS, SIDECAR
+from .layout import LOGS, sidecar_for
 
 # key -> (environment variable, default); the defaults that depend on $HOME are filled in load().
 SETTINGS: dict[str, tuple[str, str | None]] = {
@@ -90,8 +90,9 @@ class Config:
 
     @property
     def sidecar_path(self) -> Path:
-        """<wiki>/.memwiki: the git-ignored folder of derived state (index, runs, logs)."""
-        return self.wiki_path / SIDECAR
+        """<wiki>/.memwiki: the git-ignored folder of derived state (index, runs, logs); for
+        a wiki this user can neither write nor read the index of, its own (sidecar_for)."""
+        return sidecar_for(self.wiki_path, lambda: self.private_sidecars_dir)
 
     @property
     def logs_dir(self) -> Path:

@@ -65,6 +65,8 @@ def sidecar_for(root: str | os.PathLike, private: Callable[[], os.PathLike]) -> 
     """
     side = os.path.join(root, SIDECAR)
     index = os.path.join(side, "index")
+    if not os.path.isdir(root):  # no wiki (yet): nothing to choose between
+        return Path(side)
     if os.path.isdir(index):
         usable = os.access(index, os.R_OK | os.X_OK)
     elif os.path.isdir(side):

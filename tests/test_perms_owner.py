@@ -186,6 +186,11 @@ def test_a_wiki_the_user_may_only_read_answers_and_refuses_writes_in_one_line(
     hook = as_user("hook", "claude-code", stdin=PROMPT, wiki=users_wiki)
     assert hook.returncode == 0 and "memory/people.md" in hook.stdout, hook.stderr
     assert not (users_wiki / ".memwiki/index").exists()  # the index was the user's own
+    hook = as_user("hook", "claude-code", stdin="not json", wiki=users_wiki)
+    assert hook.returncode == 0 and hook.stdout == hook.stderr == ""
+    private = users_wiki.parent / "home/.cache/memwiki/sidecars"
+    (log,) = private.glob("wiki-*/logs/hook.log")  # the hook's one line: in the user's own
+    assert log.read_text().count("\n") == 1 and "malformed input" in log.read_text()
     done = as_user("--wiki", users_wiki, "add", "memory", "n", "-d", "d", stdin="body\n")
     assert done.returncode == 5 and done.stderr.count("\n") == 1, done.stderr
     assert "Permission denied" in done.stderr and "is owned by 4242" in done.stderr
