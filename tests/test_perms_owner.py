@@ -232,3 +232,29 @@ def test_a_read_only_wiki_of_ones_own_is_not_called_busy(users_wiki, as_user) ->
         subprocess.run(["chmod", "-R", "u+w", str(users_wiki)], check=True)
     assert done.returncode == 5 and done.stderr.count("\n") == 1, done.stderr
     assert f"{users_wiki / '.git/objects'} is read-only (`chmod u+w" in done.stderr
+
+
+def test_a_log_folder_root_owns_does_not_stop_the_vectors_being_built(users_wiki, as_user) -> None:
+    """Bug: with `.memwiki/logs/` root's (a `sudo memwiki retrieve` started a background
+    build), the user's background build could not open its log and never started; every
+    answer said "BM25 only: vectors are being built" and none were. Now it starts, its
+    output to /dev/null."""
+    import json
+    import time
+
+    for n in range(400):  # a first build this large gets its vectors in the background
+        note = NOTE.format(n=f"bulk-{n}", body=f"bulk note {n} " + "words " * 40)
+        (users_wiki / f"memory/bulk-{n}.md").write_text(note)
+    _chown_tree(users_wiki, UID)
+    (users_wiki / ".memwiki/logs").mkdir(parents=True)
+    (users_wiki / ".memwiki/logs/reindex.log").touch()  # root's
+    done = as_user("--wiki", users_wiki, "retrieve", "zebracorn", "--json")
+    assert done.returncode == 0, done.stderr
+    index = json.loads(done.stdout)["index"]
+    assert index["pending_items"] > 0 and index["background_reindex"] is True, index
+    for _ in range(100):  # the build's own time: a few seconds at most
+        time.sleep(0.1)
+        done = as_user("--wiki", users_wiki, "retrieve", "zebracorn", "--json")
+        if json.loads(done.stdout)["index"]["pending_items"] == 0:
+            break
+    assert json.loads(done.stdout)["index"]["pending_items"] == 0, done.stdout
