@@ -65,8 +65,11 @@ def as_user(place) -> Callable[..., subprocess.CompletedProcess]:
         "PYTHONPATH": str(REPO),
     }
 
-    def run(*argv: str, stdin: str = "", wiki: Path | None = None) -> subprocess.CompletedProcess:
+    def run(
+        *argv: str, stdin: str = "", wiki: Path | None = None, extra: dict | None = None
+    ) -> subprocess.CompletedProcess:
         more = {"MEMWIKI_DIR": str(wiki)} if wiki else {}  # the hook's wiki: the configured one
+        more.update(extra or {})
         return subprocess.run(
             [*prefix, sys.executable, "-m", "memwiki", *map(str, argv)],
             input=stdin, capture_output=True, text=True, env={**env, **more}, timeout=60,

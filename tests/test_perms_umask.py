@@ -98,3 +98,34 @@ def test_a_shared_repository_gets_the_modes_git_gives_whatever_the_umask(tmp_pat
         modes[who] = {p: m for p, m in _modes(repo).items() if p not in before}
     assert len(modes["git"]) == 2  # the object's folder and the object
     assert modes["memwiki"] == modes["git"]
+
+
+def test_the_prepared_model_copy_gets_the_umask_mode(tmp_path) -> None:
+    """Bug: the prepared model copy is made in a mkdtemp folder (0700) renamed into place:
+    a copy made by root (a shared model_cache, a `sudo memwiki` that kept HOME) could not
+    be read by the user, whose every load then said "no prepared copy: it did not match
+    the model" and left a `.prepare-stale-*` folder behind. Now 0777 less the umask."""
+    from memwiki.wiki import Wiki
+
+    wiki, _ = Wiki.init(tmp_path / "w")
+    cache = tmp_path / "models"
+    env = {**os.environ, "MEMWIKI_EMBED": "onnx", "MEMWIKI_MODEL_CACHE": str(cache)}
+    done = subprocess.run([sys.executable, "-m", "memwiki", "--wiki", str(wiki.root), "doctor"],
+                          env={**env, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
+                          timeout=120, umask=0o022)  # fmt: skip
+    assert f"prepared copy in {cache}" in done.stdout, done.stdout + done.stderr
+    (copy,) = cache.iterdir()
+    assert stat.S_IMODE(copy.stat().st_mode) == 0o755
+
+
+def test_the_umask_is_read_without_being_changed() -> None:
+    """fsutil.current_umask reads /proc/self/status: os.umask(0) and back (what
+    atomic_write did for every new file) left a moment in which another thread's new file
+    got mode 0666."""
+    code = ("import os; from memwiki.fsutil import current_umask; "
+            "print(oct(current_umask()), oct(os.umask(0)))")  # fmt: skip
+    for umask in (0o027, 0o002):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(REPO)}, umask=umask,
+                              timeout=60)  # fmt: skip
+        assert done.stdout.split() == [oct(umask), oct(umask)], done.stderr

@@ -12,6 +12,7 @@ import os
 
 import pygit2
 
+from ..fsutil import current_umask
 from ..owners import shared_umask
 
 
@@ -25,6 +26,5 @@ def as_git_shares(repo: pygit2.Repository) -> pygit2.Repository:
         value = repo.config["core.sharedRepository"]
     except (KeyError, pygit2.GitError, ValueError):
         return repo  # the usual case: not shared
-    umask = os.umask(0o022)
-    os.umask(shared_umask(str(value), umask))
+    os.umask(shared_umask(str(value), current_umask()))
     return repo
