@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ...config import Config
 from ...errors import MemwikiError
-from ...layout import is_wiki, sidecar_for
+from ...layout import is_wiki
 from ...timestamps import now_iso
 
 EVENT = "UserPromptSubmit"
@@ -245,8 +245,7 @@ def run_hook_process(load_config: Callable[[], Config], started: float | None = 
         try:
             if cfg is not None and is_wiki(cfg.wiki_path):  # noqa: SIM102
                 # the wiki's own sidecar, or this user's index of a wiki it cannot write
-                private = cfg.private_sidecars_dir
-                sidecar = sidecar_for(cfg.wiki_path, lambda: private)
+                sidecar = cfg.sidecar_path
                 if _index_work_left(sidecar, status):
                     start_background_reindex(cfg.wiki_path, sidecar)
         except BaseException:  # failing open matters more than the background build
