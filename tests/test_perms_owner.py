@@ -261,3 +261,25 @@ def test_a_log_folder_root_owns_does_not_stop_the_vectors_being_built(users_wiki
         if json.loads(done.stdout)["index"]["pending_items"] == 0:
             break
     assert json.loads(done.stdout)["index"]["pending_items"] == 0, done.stdout
+
+
+def test_an_install_under_sudo_is_named_with_the_chown_that_undoes_it(
+    users_wiki, as_user, place
+) -> None:
+    """Bug: after `sudo memwiki install` (HOME kept) the user's uninstall said "not
+    writable by you (mode 644) ... make it writable and run again": the file is root's,
+    which no chmod of the user's can change. Now it names root and the chown to run."""
+    home = place / "home"
+    (home / ".claude").mkdir()
+    _chown_tree(home / ".claude", UID)
+    env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(REPO), "MEMWIKI_EMBED": "hash"}
+    env["XDG_CONFIG_HOME"] = str(home / ".config")
+    done = subprocess.run([sys.executable, "-m", "memwiki", "--wiki", str(users_wiki), "install",
+                           "--host", "claude-code"], env=env, capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    claude_md = home / ".claude/CLAUDE.md"
+    assert claude_md.stat().st_uid == 0
+    done = as_user("--wiki", users_wiki, "uninstall", "--host", "claude-code")
+    assert done.returncode == 5 and done.stderr.count("\n") == 1, done.stderr
+    assert f"run `sudo chown -R {UID} {claude_md}`" in done.stderr
