@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import InvalidInput
-from .layout import LOGS, SIDECAR
+from .layout import LOGS, sidecar_for
 
 # key -> (environment variable, default); the defaults that depend on $HOME are filled in load().
 SETTINGS: dict[str, tuple[str, str | None]] = {
@@ -90,8 +90,9 @@ class Config:
 
     @property
     def sidecar_path(self) -> Path:
-        """<wiki>/.memwiki: the git-ignored folder of derived state (index, runs, logs)."""
-        return self.wiki_path / SIDECAR
+        """<wiki>/.memwiki: the git-ignored folder of derived state (index, runs, logs); for
+        a wiki this user can neither write nor read the index of, its own (sidecar_for)."""
+        return sidecar_for(self.wiki_path, lambda: self.private_sidecars_dir)
 
     @property
     def logs_dir(self) -> Path:
@@ -119,6 +120,12 @@ class Config:
             return self.home / value[2:] if value.startswith("~/") else Path(value)
         base = self.host_env.get("XDG_CACHE_HOME") or str(self.home / ".cache")
         return Path(base) / "memwiki" / "models"
+
+    @property
+    def private_sidecars_dir(self) -> Path:
+        """$XDG_CACHE_HOME/memwiki/sidecars: the indexes of wikis this user cannot write."""
+        base = self.host_env.get("XDG_CACHE_HOME") or str(self.home / ".cache")
+        return Path(base) / "memwiki" / "sidecars"
 
     @property
     def git_token(self) -> str | None:

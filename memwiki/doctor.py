@@ -32,6 +32,7 @@ def run_checks(config) -> list[Check]:
     checks.append(Check("wiki", True, f"{wiki.root} ({config.settings['wiki'].source})"))
     checks.append(_git(wiki))
     checks.extend(_git_hygiene(wiki))
+    checks.extend(_owners(wiki))
     remote = _remote(wiki, config)
     if remote is not None:
         checks.append(remote)
@@ -95,6 +96,31 @@ def _git_hygiene(wiki) -> list[Check]:
             "(`memwiki untrack-ignored` stops tracking them and keeps them on disk)",
         )
     ]
+
+
+def _owners(wiki) -> list[Check]:
+    """Files root owns in an ordinary user's wiki (a `sudo memwiki ...`, a root cron job):
+    each refuses a later write; and the private index of a wiki this user cannot write."""
+    import os
+
+    from .layout import SIDECAR
+    from .owners import owned_by, owner_name
+
+    checks = []
+    if wiki.sidecar != wiki.root / SIDECAR:
+        text = f"{wiki.root / SIDECAR} cannot be used: your index of this wiki is {wiki.sidecar}"
+        checks.append(Check("sidecar", True, text))
+    me = os.geteuid()
+    if me == 0:
+        return checks
+    paths, count = owned_by(str(wiki.root), 0)
+    if count:
+        shown = ", ".join(os.path.relpath(p, wiki.root) for p in paths)
+        more = f" and {count - len(paths)} more" if count > len(paths) else ""
+        fix = f"`sudo chown -R {owner_name(me)} {wiki.root}`"
+        text = f"{count} file(s) in the wiki belong to root: {shown}{more}; run {fix}"
+        checks.append(Check("owner", False, text))
+    return checks
 
 
 def _remote(wiki, config) -> Check | None:

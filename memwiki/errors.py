@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -85,17 +86,39 @@ def as_storage_error(exc: BaseException) -> StorageError | None:
         return StorageError(f"{blocker} is a file where a folder belongs: move it away")
     if isinstance(exc, OSError) and exc.errno in ENVIRONMENT_ERRNOS:
         where = f": {exc.filename}" if exc.filename else ""
-        return StorageError(f"{exc.strerror or type(exc).__name__}{where}")
+        text = f"{exc.strerror or type(exc).__name__}{where}"
+        if exc.errno in (errno.EACCES, errno.EPERM) and exc.filename:
+            text = refused(text, str(exc.filename))
+        return StorageError(text)
     if isinstance(exc, OSError) and exc.errno is None:
         # libgit2's OS errors reach us as OSError without an errno, the system's words in
         # the text: "failed to write out file: No space left on device" (was exit 70).
         text = " ".join(str(exc).split())
         if any(os.strerror(code) in text for code in ENVIRONMENT_ERRNOS):
-            return StorageError(text)
+            return StorageError(libgit2_refused(text))
     pygit2 = sys.modules.get("pygit2")  # loaded by whatever raised its error
     if pygit2 is not None and isinstance(exc, pygit2.GitError):
-        return StorageError(f"git failed: {' '.join(str(exc).split())}")
+        return StorageError(f"git failed: {libgit2_refused(' '.join(str(exc).split()))}")
     return None
+
+
+def libgit2_refused(text: str) -> str:
+    """libgit2's text of an error, with the owner of the path it names in quotes when
+    permissions refused it ("failed to create locked file '<path>': Permission denied")."""
+    quoted = re.search(r"'(/[^']+)'", text)
+    if os.strerror(errno.EACCES) in text and quoted:
+        return refused(text, quoted.group(1))
+    return text
+
+
+def refused(text: str, path: str) -> str:
+    """A permission refusal's text with who owns the file or folder in the way and what to
+    run (a `sudo memwiki ...` left root's files in `.memwiki/`: "Permission denied" alone
+    left the user guessing)."""
+    from .owners import why_refused
+
+    why = why_refused(path)
+    return f"{text}: {why}" if why else text
 
 
 def file_in_the_way(path: str) -> str:

@@ -88,9 +88,23 @@ def _mode_for(path: Path) -> int:
     try:
         return stat.S_IMODE(path.stat().st_mode)
     except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+        return 0o666 & ~current_umask()
+
+
+def current_umask() -> int:
+    """This process's umask, read without changing it where Linux says it
+    (/proc/self/status): os.umask(0) and back left a moment in which another thread's
+    new file got mode 0666 (memwiki is called from several threads)."""
+    try:
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    umask = os.umask(0o077)  # elsewhere: the moment's umask is the strictest, not 0
+    os.umask(umask)
+    return umask
 
 
 def _fsync_dir(directory: Path) -> None:

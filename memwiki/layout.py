@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from pathlib import Path
 
 SIDECAR = ".memwiki"  # the git-ignored folder of derived state: index, runs, logs, locks
 GITIGNORE_LINE = f"/{SIDECAR}/"
@@ -49,6 +51,35 @@ def is_wiki(root: str | os.PathLike) -> bool:
             return any(line.strip() == GITIGNORE_LINE for line in fh)
     except OSError:
         return False
+
+
+def sidecar_for(root: str | os.PathLike, private: Callable[[], os.PathLike]) -> Path:
+    """Where a wiki's index is kept for this user: its `.memwiki/`, unless that can be
+    neither read nor made (a wiki on a read-only mount or in another user's folder, an
+    index a root job made with umask 077); then a folder of this user's own, under
+    private() (the user's cache), named by the wiki's path.
+
+    Bug it prevents: `memwiki retrieve` on a wiki the user may only read failed with
+    "Permission denied: <wiki>/.memwiki" (exit 5): list, show and lint worked, the one
+    command an agent needs did not. Two access() calls on the usual path.
+    """
+    side = os.path.join(root, SIDECAR)
+    index = os.path.join(side, "index")
+    if not os.path.isdir(root):  # no wiki (yet): nothing to choose between
+        return Path(side)
+    if os.path.isdir(index):
+        usable = os.access(index, os.R_OK | os.X_OK)
+    elif os.path.isdir(side):
+        usable = os.path.lexists(index) or os.access(side, os.W_OK | os.X_OK)
+    else:  # a file where a folder belongs is kept: its users name it ("move it away")
+        usable = os.path.lexists(side) or os.access(root, os.W_OK | os.X_OK)
+    if usable:
+        return Path(side)
+    import hashlib
+
+    real = os.path.realpath(root)
+    key = hashlib.sha256(os.fsencode(real)).hexdigest()[:16]
+    return Path(private()) / f"{os.path.basename(real) or 'wiki'}-{key}"
 
 
 def app_folders(root: str | os.PathLike) -> frozenset[str]:

@@ -93,7 +93,7 @@ def _open(path: Path) -> int:
     """
     make_folder(path.parent)
     try:
-        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)  # less the umask, as git's files
     except PermissionError as exc:
         try:
             return os.open(path, os.O_RDONLY)

@@ -30,7 +30,7 @@ def rotate_if_large(path: Path, limit: int | None = None) -> bool:
     try:
         if path.stat().st_size <= limit:
             return False  # the common case: one stat, no lock
-        fd = os.open(path.parent / ROTATE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(path.parent / ROTATE_LOCK, os.O_RDWR | os.O_CREAT, 0o666)  # less the umask
     except OSError:
         return False  # no log yet, or a read-only sidecar: nothing to rotate
     try:

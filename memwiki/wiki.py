@@ -12,7 +12,7 @@ from .catalog import Page, list_page
 from .errors import InvalidInput, NotFound, StateError, StorageError, check_type, library_call
 from .fsutil import atomic_write_text
 from .index.listing import ListingCache
-from .layout import MISSING_MARKS, SIDECAR, is_wiki
+from .layout import MISSING_MARKS, SIDECAR, is_wiki, sidecar_for
 from .lock import FileLock
 from .recallfile import Problem, RecallFile
 
@@ -39,6 +39,7 @@ class Wiki:
         self._config = config
         self._listing: ListingCache | None = None  # made on the first list
         self._embedders: Embedders | None = None  # the model, loaded by the first retrieve
+        self._sidecar: Path | None = None  # chosen on first use (layout.sidecar_for)
 
     @property
     def config(self) -> Config:
@@ -110,8 +111,10 @@ class Wiki:
 
     @property
     def sidecar(self) -> Path:
-        """The git-ignored .memwiki/ directory."""
-        return self.root / SIDECAR
+        """The git-ignored .memwiki/ directory (a private one for a wiki this user cannot write)."""
+        if self._sidecar is None:
+            self._sidecar = sidecar_for(self.root, lambda: self.config.private_sidecars_dir)
+        return self._sidecar
 
     def write_lock(self) -> FileLock:
         """The lock every writer of wiki files and commits takes (NotFound when root is no wiki).
@@ -126,7 +129,8 @@ class Wiki:
 
             print_to_stderr("waiting for another memwiki process that is writing to the wiki")
 
-        return FileLock(self.sidecar / "wiki.lock", timeout=60, on_wait=waiting)
+        # The wiki's own, never a private sidecar's: every writer of the wiki takes the same.
+        return FileLock(self.root / SIDECAR / "wiki.lock", timeout=60, on_wait=waiting)
 
     # ----------------------------------------------------------- reading
 

@@ -1,6 +1,6 @@
 """The package layout is the architecture: these AST checks keep it so (docs/architecture.md).
 
-Layers, bottom to top: core (errors, config, fsutil, lock, markdown, recallfile, layout,
+Layers, bottom to top: core (errors, config, fsutil, owners, lock, markdown, recallfile, layout,
 timestamps, process) < the wiki and its helpers < index/, embed/, git/ < memorize/ < hosts/ < cli/.
 """
 
@@ -24,6 +24,7 @@ CORE = {
     "memwiki.config",
     "memwiki.fsutil",
     "memwiki.logfile",
+    "memwiki.owners",
     "memwiki.lock",
     "memwiki.markdown",
     "memwiki.recallfile",

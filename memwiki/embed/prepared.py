@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from ..fsutil import atomic_write_text, file_sha256, identity_facts
+from ..fsutil import atomic_write_text, current_umask, file_sha256, identity_facts
 
 GRAPH = "model.onnx"
 WEIGHTS = "model.weights"
@@ -190,6 +190,9 @@ def prepare(source: Path, source_sha256: str, cache_dir: Path) -> Path | None:
             shutil.rmtree(stale)
     tmp = Path(tempfile.mkdtemp(prefix=".prepare-", dir=cache_dir))
     try:
+        # mkdtemp makes it 0700: a copy another user prepared (a shared model_cache, one
+        # `sudo memwiki` with HOME kept) could not be read: "it did not match the model"
+        os.chmod(tmp, 0o777 & ~current_umask())
         opts = _options(ort.GraphOptimizationLevel.ORT_ENABLE_BASIC)
         opts.optimized_model_filepath = str(tmp / GRAPH)
         # The weights go to the file that gets mapped; small tensors (shapes, axes) stay in

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pygit2
 
-from ..errors import StateError, StorageError
+from ..errors import StateError, StorageError, libgit2_refused
 from ..fsutil import is_temp_name
+from ..owners import refused_text
 from .changes import Change, Changes, classify, commit_message
 from .gitlocks import MOVED, GitBusy, HeadMoved, retry_moved, wait_for_git
 from .identity import signature
 from .index_format import SPLIT_INDEX, split_index_problem, unreadable
+from .shared import as_git_shares
 
 SIDECAR_PREFIX = ".memwiki/"  # the sidecar: never committed, whatever .gitignore says
 
@@ -21,7 +23,7 @@ SIDECAR_PREFIX = ".memwiki/"  # the sidecar: never committed, whatever .gitignor
 def open_repo(path: Path) -> pygit2.Repository:
     """Open the repository whose work tree is path."""
     try:
-        return pygit2.Repository(str(path))
+        return as_git_shares(pygit2.Repository(str(path)))
     except pygit2.GitError as exc:
         problem = unreadable(path, exc)
         raise StorageError(problem or f"{path}: not a git repository ({exc})") from None
@@ -111,10 +113,11 @@ def write_index(repo: pygit2.Repository, index: pygit2.Index) -> None:
     try:
         index.write()
     except (pygit2.GitError, OSError) as exc:
-        if "locked" in str(exc):  # a git command took index.lock since wait_for_git
-            raise GitBusy(_one_line(exc)) from None
+        said = libgit2_refused(_one_line(exc))  # "failed to create locked file": refused
+        if "locked" in said and "Permission denied" not in said:  # a git took index.lock
+            raise GitBusy(said) from None
         raise StorageError(
-            f"{repo.workdir.rstrip('/')}: cannot write the git index ({_one_line(exc)}): "
+            f"{repo.workdir.rstrip('/')}: cannot write the git index ({said}): "
             "the files are saved, not committed"
         ) from None
 
@@ -360,10 +363,11 @@ def commit_index(
     # nothing was. Believe the commit only once it is in the store and HEAD names it.
     after = head_commit(repo)
     if repo.get(oid) is None or after is None or after.id != oid:
-        raise StorageError(
-            "git commit failed (the commit was not written: is the disk full?): "
-            "the files are saved, not committed"
-        )
+        # Its folder may refuse this user (root's, after a `sudo memwiki`): libgit2 says
+        # nothing of that either, and the disk was blamed.
+        folder = os.path.join(repo.path, "objects", str(oid)[:2])
+        what = refused_text(folder) or "the commit was not written: is the disk full?"
+        raise StorageError(f"git commit failed ({what}): the files are saved, not committed")
     from .maintenance import after_commit
 
     after_commit(repo)  # libgit2 never packs: past git's own threshold, a detached gc

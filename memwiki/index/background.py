@@ -9,6 +9,7 @@ Its output (plain progress lines) goes to `.memwiki/logs/reindex.log`.
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -41,11 +42,16 @@ def start(wiki_root: Path, sidecar: Path) -> bool:
     if running(sidecar):
         return False
     log = log_path(sidecar)
-    log.parent.mkdir(parents=True, exist_ok=True)
     reap()
     from ..logfile import rotate_if_large
 
-    rotate_if_large(log)
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        rotate_if_large(log)
+        with open(log, "ab"):
+            pass
+    except OSError:  # a log folder root owns (one `sudo memwiki`): the vectors were never
+        log = Path(os.devnull)  # built, each answer saying "vectors are being built"
     with open(log, "ab") as out:
         _STARTED.append(
             subprocess.Popen(

@@ -191,7 +191,7 @@ def _detach(index: Index) -> None:
     try:
         log.parent.mkdir(parents=True, exist_ok=True)
         rotate_if_large(log)
-        out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)  # less the umask
     except OSError:  # a read-only sidecar: its failure said nowhere rather than after the
         out = os.dup(null)  # caller's answer, on the terminal or in the agent's output
     os.dup2(null, 0)

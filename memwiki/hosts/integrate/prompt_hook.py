@@ -153,14 +153,14 @@ def run_claude_code_hook(
     return 0, hook_output(clip(result), ascii_only=not writes_utf8(sys.stdout))
 
 
-def _index_work_left(wiki_root: Path, status: dict) -> bool:
+def _index_work_left(sidecar: Path, status: dict) -> bool:
     """Whether the retrieval that ran out of time was doing index work (or had no index)."""
     if status.get("needs_build") or status.get("stage") == "updating":
         return True
-    return not (Path(wiki_root) / ".memwiki" / "index" / "state.pkl").exists()
+    return not (sidecar / "index" / "state.pkl").exists()
 
 
-def start_background_reindex(wiki_root: Path) -> bool:
+def start_background_reindex(wiki_root: Path, sidecar: Path | None = None) -> bool:
     """Build the index in one detached, lock-guarded process, so that a later prompt has it.
 
     The hook itself must leave within its budget, and leaving kills its own build half-way;
@@ -168,7 +168,7 @@ def start_background_reindex(wiki_root: Path) -> bool:
     """
     from ...index import background
 
-    return background.start(wiki_root, Path(wiki_root) / ".memwiki")
+    return background.start(wiki_root, sidecar or Path(wiki_root) / ".memwiki")
 
 
 def retrieve_for(
@@ -249,8 +249,10 @@ def run_hook_process(load_config: Callable[[], Config], started: float | None = 
         # retrieval inside native code (onnxruntime) can abort the interpreter's shutdown.
         try:
             if cfg is not None and is_wiki(cfg.wiki_path):  # noqa: SIM102
-                if _index_work_left(cfg.wiki_path, status):
-                    start_background_reindex(cfg.wiki_path)
+                # the wiki's own sidecar, or this user's index of a wiki it cannot write
+                sidecar = cfg.sidecar_path
+                if _index_work_left(sidecar, status):
+                    start_background_reindex(cfg.wiki_path, sidecar)
         except BaseException:  # failing open matters more than the background build
             pass
         sys.stderr.flush()

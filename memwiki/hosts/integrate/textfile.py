@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ...errors import InvalidInput, StorageError
 from ...fsutil import atomic_write_bytes
+from ...owners import why_refused
 
 NEW_FILE_MODE = 0o644
 
@@ -58,9 +59,11 @@ def check_writable(path: Path) -> None:
         # Not writable by this user (a file `sudo` left behind): the rename would also have
         # replaced it with a file of another owner.
         what = "read-only" if not mode & 0o222 else "not writable by you"
+        fix = "make it writable and run again"
+        if real.stat().st_uid != os.geteuid():  # whose it is, and the chown that gives it back
+            fix = why_refused(str(real)) or fix
         raise StorageError(
-            f"{path}: {what} (mode {stat.S_IMODE(mode):03o}); memwiki will not edit it: "
-            "make it writable and run again"
+            f"{path}: {what} (mode {stat.S_IMODE(mode):03o}); memwiki will not edit it: {fix}"
         )
 
 
