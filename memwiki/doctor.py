@@ -46,7 +46,8 @@ def run_checks(config) -> list[Check]:
 
 def _git(wiki) -> Check:
     from .fsutil import is_temp_name
-    from .git.repo import read_status, unfinished
+    from .git.repo import read_status
+    from .git.unfinished import unfinished
 
     try:
         repo = wiki.repo

@@ -42,11 +42,11 @@ def refuse_unfinished_git(repo: pygit2.Repository) -> None:
     nor while a git command holds the index (a person's `git commit` running its
     pre-commit hooks, which stash and restore unstaged files: a file written then
     could be overwritten by the restore)."""
-    from .git import repo as gitstore
     from .git.gitlocks import wait_for_git
+    from .git.unfinished import refuse_unfinished
 
     wait_for_git(repo)
-    gitstore.refuse_unfinished(repo)
+    refuse_unfinished(repo)
 
 
 def commit(

@@ -10,6 +10,7 @@ from ..errors import StateError, StorageError
 from . import repo as gitstore
 from .conflicts import Conflict, resolve_conflicts
 from .history import newest_first
+from .unfinished import refuse_unfinished
 
 # How far back `commit` looks for the merge of an already-merged run.
 _MERGE_SEARCH_LIMIT = 5000
@@ -19,7 +20,7 @@ RENAME_LIMIT = 7000
 
 def current_branch_head(repo: pygit2.Repository) -> tuple[str, pygit2.Commit]:
     """(ref name, commit) of the wiki's checked-out branch; refuses unborn and detached HEADs."""
-    gitstore.refuse_unfinished(repo)  # a rebase detaches HEAD: say what is going on
+    refuse_unfinished(repo)  # a rebase detaches HEAD: say what is going on
     if repo.head_is_unborn:
         raise StateError("the wiki has no commit yet: run `memwiki commit` first")
     if repo.head_is_detached:
