@@ -12,15 +12,38 @@ import re
 import shlex
 import shutil
 import sys
+import sysconfig
 from pathlib import Path
 
 NAME = "memwiki"
 
 
 def memwiki_executable() -> Path | None:
-    """The memwiki console script next to this interpreter (not resolved: venvs symlink)."""
-    candidate = Path(sys.executable).parent / NAME
-    return candidate if candidate.is_file() else None
+    """The memwiki console script of this installation (not resolved: venvs symlink)."""
+    for folder in _script_dirs():
+        candidate = folder / NAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _script_dirs() -> list[Path]:
+    # A virtualenv (pipx and uv tool too) has the script beside its python. `pip install
+    # --user` puts it in the user scheme's scripts folder (~/.local/bin), and a system
+    # python's pip in its prefix's (Debian: /usr/local/bin): neither is beside python, and
+    # install wrote a bare `memwiki` that the hook's minimal PATH does not find. Those
+    # folders are taken only for the scheme whose site-packages hold this memwiki.
+    dirs = [Path(sys.executable).parent]
+    package = Path(__file__).resolve().parent.parent
+    for scheme in (sysconfig.get_preferred_scheme("user"), sysconfig.get_default_scheme()):
+        try:
+            purelib = Path(sysconfig.get_path("purelib", scheme)).resolve()
+            scripts = Path(sysconfig.get_path("scripts", scheme))
+        except (KeyError, OSError):  # a scheme this python does not define
+            continue
+        if package.is_relative_to(purelib):
+            dirs.append(scripts)
+    return dirs
 
 
 def memwiki_command() -> str:

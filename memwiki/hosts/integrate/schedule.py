@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,9 +100,8 @@ def bridge_files(host: str, config: Config) -> BridgeFiles:
 
 
 def memwiki_bin() -> Path:
-    """The memwiki executable next to this interpreter (cron has no useful PATH)."""
-    candidate = Path(sys.executable).parent / "memwiki"
-    return candidate if candidate.exists() else Path("memwiki")
+    """The memwiki executable of this installation (cron has no useful PATH)."""
+    return memwiki_executable() or Path("memwiki")
 
 
 def headless_command(host: str, config: Config) -> str:
