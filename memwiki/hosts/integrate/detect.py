@@ -136,26 +136,26 @@ def client_version(host: str, config: Config) -> str | None:
     return match.group(1) if match else None
 
 
-def _path_notes(host: str, config: Config, target: Path | None) -> list[str]:
-    # install wrote absolute paths to memwiki; a moved or deleted virtualenv breaks them.
-    files = [target] if target else []
+def _stale_paths(host: str, config: Config, target: Path | None) -> list[tuple[str, str]]:
+    # install wrote absolute paths to memwiki; a moved or deleted virtualenv (or a pipx/uv
+    # tool uninstalled) breaks them. Each note comes with the command that rewrites it.
+    install_fix = f"memwiki install --host {host}"
+    files = [(target, install_fix)] if target else []
     if host == claude_code.HOST:
-        files.append(claude_code.settings_file(config))
+        files.append((claude_code.settings_file(config), install_fix))
     if host in CLIENT:
-        files.append(bridge_files(host, config).wrapper)
-        files.append(bridge_files(host, config).prompt)
-    notes = []
-    for path in files:
+        schedule_fix = f"memwiki schedule --host {host} --install"
+        files.append((bridge_files(host, config).wrapper, schedule_fix))
+        files.append((bridge_files(host, config).prompt, schedule_fix))
+    stale = []
+    for path, fix in files:
         try:
             text = read_text(path)
         except Exception:  # unreadable files are reported by install, not here
             continue
         for gone in missing_paths(text or ""):
-            notes.append(
-                f"{path} runs {gone}, which no longer exists: "
-                f"run `memwiki install --host {host}` (and `schedule --install`) again"
-            )
-    return notes
+            stale.append((f"{path} runs {gone}, which no longer exists: run `{fix}` again", fix))
+    return stale
 
 
 def _version_notes(st: HostStatus, host: str, config: Config) -> None:
@@ -220,7 +220,8 @@ def host_status(host: str, config: Config) -> HostStatus:
         st.notes.append("sessions found, but no conversation record in the newest ones")
     elif st.found and not count:
         st.notes.append(f"no sessions yet: they are mined once {host} has been used")
-    st.notes.extend(_path_notes(host, config, target))
+    stale_paths = _stale_paths(host, config, target)
+    st.notes.extend(note for note, _ in stale_paths)
     for name, value in relative_home_vars(host, config):
         st.notes.append(
             f"{name}={value!r} is not an absolute path: {host} reads it in the folder it "
@@ -228,7 +229,13 @@ def host_status(host: str, config: Config) -> HostStatus:
             "set it to an absolute path"
         )
     _version_notes(st, host, config)
-    st.next_command = f"memwiki install --host {host}" if stale else _next(host, st)
+    # A hook or schedule running a memwiki that is gone fails on every prompt or every
+    # hour: rewriting it comes before mining (next_command was None or `bridge prepare`).
+    fixes = [fix for _, fix in stale_paths]
+    if stale:
+        st.next_command = f"memwiki install --host {host}"
+    else:
+        st.next_command = fixes[0] if fixes else _next(host, st)
     return st
 
 
