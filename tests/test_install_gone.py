@@ -5,13 +5,81 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import sysconfig
+from importlib.resources import files
 from pathlib import Path
 
 from conftest import fake_crontab
 
+import memwiki
+
 MINIMAL_PATH = "/usr/bin:/bin"
+
+
+def checkout_templates() -> Path:
+    """The templates of the memwiki under test: the checkout's, else the installed ones."""
+    checkout = Path(memwiki.__file__).resolve().parents[1] / "templates"
+    return checkout if checkout.is_dir() else Path(str(files("memwiki.templates")))
+
+
+def venv_install(venv: Path) -> Path:
+    """memwiki in a virtualenv of its own, laid out as pip lays it out (the package and its
+    templates in site-packages, bin/memwiki); the dependencies come from this test's
+    environment. Returns the venv's python."""
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60
+    )
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True, text=True, timeout=30, check=True,
+    ).stdout.strip()  # fmt: skip
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(Path(memwiki.__file__).parent, Path(site) / "memwiki", ignore=ignore)
+    templates = Path(site) / "memwiki" / "templates"
+    shutil.copytree(checkout_templates(), templates, ignore=ignore, dirs_exist_ok=True)
+    (Path(site) / "deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    script = venv / "bin" / "memwiki"
+    script.write_text(f"#!{python}\nimport sys\nfrom memwiki.cli import main\nsys.exit(main())\n")
+    script.chmod(0o755)
+    return python
+
+
+class Setup:
+    """A private HOME with a stand-in crontab, and a memwiki installed in its own venv."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.home = tmp_path / "home"
+        (self.home / ".claude").mkdir(parents=True)
+        self.bindir, self.table = fake_crontab(tmp_path)
+        self.venv = self.home / ".venvs" / "memwiki"
+        self.old = venv_install(self.venv)
+        self.env = {
+            **os.environ,
+            "HOME": str(self.home),
+            "XDG_CONFIG_HOME": str(self.home / ".config"),
+            "PATH": f"{self.bindir}:{MINIMAL_PATH}",
+            "MEMWIKI_DIR": str(tmp_path / "wiki"),
+        }
+        if self.env.get("PYTHONPATH"):  # this checkout, whatever the child's directory
+            parts = self.env["PYTHONPATH"].split(os.pathsep)
+            self.env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in parts)
+        self.memwiki(self.old, "init", str(tmp_path / "wiki"))
+
+    def memwiki(self, python: Path, *argv: str) -> subprocess.CompletedProcess:
+        """`python -m memwiki ARGV`: the venv's memwiki, or this test's (sys.executable)."""
+        env = dict(self.env)
+        if python != Path(sys.executable):
+            env.pop("PYTHONPATH", None)  # the venv's own copy, not this checkout
+        done = subprocess.run(
+            [str(python), "-m", "memwiki", *argv], env=env, capture_output=True, text=True,
+            timeout=60, cwd=self.home,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done
 
 
 def test_detect_names_the_fix_for_a_hook_and_schedule_whose_memwiki_is_gone(tmp_path):
@@ -19,41 +87,13 @@ def test_detect_names_the_fix_for_a_hook_and_schedule_whose_memwiki_is_gone(tmp_
     so `hosts detect --json`, what an agent setting memwiki up reads, offered nothing while
     every prompt ran `/bin/sh: …/memwiki: not found`; its note also sent the person to
     `install` for the schedule's wrapper, which only `schedule --install` rewrites."""
-    home = tmp_path / "home"
-    (home / ".claude").mkdir(parents=True)
-    bindir, table = fake_crontab(tmp_path)
-    # A virtualenv of its own, here a link to this one, deleted later.
-    venv = home / ".venvs" / "memwiki"
-    venv.parent.mkdir()
-    venv.symlink_to(Path(sys.executable).parent.parent)
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "PATH": f"{bindir}:{MINIMAL_PATH}",
-        "MEMWIKI_DIR": str(tmp_path / "wiki"),
-    }
-    if env.get("PYTHONPATH"):  # this checkout, whatever the child's directory
-        env["PYTHONPATH"] = os.pathsep.join(
-            os.path.abspath(p) for p in env["PYTHONPATH"].split(os.pathsep)
-        )
-
-    def memwiki(python: Path, *argv: str) -> subprocess.CompletedProcess:
-        done = subprocess.run(
-            [str(python), "-m", "memwiki", *argv], env=env, capture_output=True, text=True,
-            timeout=60, cwd=home,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        return done
-
-    old = venv / "bin" / Path(sys.executable).name
-    memwiki(old, "init", str(tmp_path / "wiki"))
-    memwiki(old, "install", "--host", "claude-code")
-    memwiki(old, "schedule", "--host", "claude-code", "--install")
-    assert str(venv / "bin" / "memwiki") in table.read_text(encoding="utf-8") + (
-        home / ".config" / "memwiki" / "bridge" / "claude-code.sh"
-    ).read_text(encoding="utf-8")
-    venv.unlink()
+    setup = Setup(tmp_path)
+    home, venv, memwiki = setup.home, setup.venv, setup.memwiki
+    memwiki(setup.old, "install", "--host", "claude-code")
+    memwiki(setup.old, "schedule", "--host", "claude-code", "--install")
+    wrapper = home / ".config" / "memwiki" / "bridge" / "claude-code.sh"
+    assert str(venv / "bin" / "memwiki") in wrapper.read_text(encoding="utf-8")
+    shutil.rmtree(venv)
 
     settings = json.loads((home / ".claude" / "settings.json").read_text(encoding="utf-8"))
     command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
@@ -82,3 +122,34 @@ def test_detect_names_the_fix_for_a_hook_and_schedule_whose_memwiki_is_gone(tmp_
     status = detect()
     assert not any("no longer exists" in n for n in status["notes"]), status["notes"]
     assert status["next_command"] != "memwiki schedule --host claude-code --install"
+
+
+def test_the_schedule_of_a_memwiki_that_is_gone_starts_no_agent(tmp_path):
+    """Bug: with the memwiki schedule --install named gone, cron still started the agent
+    every hour (a paid headless session) with a task prompt whose every memwiki command
+    failed; the log held only the agent's own output. The wrapper now checks first and
+    writes one line naming the fix."""
+    setup = Setup(tmp_path)
+    home = setup.home
+    called = tmp_path / "claude-called"
+    claude = setup.bindir / "claude"
+    claude.write_text(f'#!/bin/sh\necho "$@" >> {called}\n')
+    claude.chmod(0o755)
+    setup.memwiki(setup.old, "schedule", "--host", "claude-code", "--install")
+    line = setup.table.read_text(encoding="utf-8").splitlines()[-1]
+    command = line.split(" ", 5)[5]  # what cron runs: the five time fields taken off
+    cron_env = {"HOME": str(home), "PATH": MINIMAL_PATH, "SHELL": "/bin/sh"}
+
+    def cron_run() -> str:
+        subprocess.run(["/bin/sh", "-c", command], env=cron_env, timeout=60)
+        log = home / ".config" / "memwiki" / "bridge" / "claude-code.log"
+        return log.read_text(encoding="utf-8") if log.exists() else ""
+
+    cron_run()
+    assert called.exists()  # the installed memwiki is there: the agent starts
+    called.unlink()
+    shutil.rmtree(setup.venv)
+    log = cron_run()
+    assert not called.exists(), "an agent was started for a memwiki that is gone"
+    [last] = log.splitlines()[-1:]
+    assert "no longer exists" in last and "memwiki schedule --host claude-code --install" in last

@@ -43,7 +43,8 @@ def user_install(tmp_path) -> tuple[Path, Path]:
     package = site_dir / "memwiki"
     ignore = shutil.ignore_patterns("__pycache__")
     shutil.copytree(Path(memwiki.__file__).parent, package, ignore=ignore)
-    shutil.copytree(str(files("memwiki.templates")), package / "templates", ignore=ignore)
+    templates = Path(str(files("memwiki.templates")))
+    shutil.copytree(templates, package / "templates", ignore=ignore, dirs_exist_ok=True)
     # The dependencies come from this test's environment, after the user site-packages.
     (site_dir / "deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
     bindir = home / ".local" / "bin"

@@ -129,6 +129,7 @@ def render_wrapper(host: str, config: Config, headless: str | None = None) -> st
     return render(
         template("bridge-wrapper.sh"),
         HOST=host,
+        MEMWIKI=memwiki_command(),
         WIKI=q(str(config.wiki_path)),
         BIN_DIR=q(str(memwiki_bin().parent)) if memwiki_bin().is_absolute() else '"$PATH"',
         INSTALL_PATH=q(config.host_env.get("PATH") or "/usr/bin:/bin"),
