@@ -78,3 +78,26 @@ def test_the_hook_of_a_user_install_runs_with_a_minimal_path(user_install, tmp_p
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
+def test_detect_names_a_bare_hook_an_older_user_install_wrote(home_memwiki):
+    """The settings.json an older memwiki installed with `pip install --user` left: its bare
+    `memwiki hook claude-code` is `not found` on a minimal PATH. detect says so and makes
+    install the next command, which writes the absolute path."""
+    home = home_memwiki.home
+    (home / ".claude").mkdir()
+    hook = {"type": "command", "command": "memwiki hook claude-code", "timeout": 10}
+    settings = home / ".claude" / "settings.json"
+    settings.write_text(json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [hook]}]}}))
+
+    def status() -> dict:
+        out = home_memwiki("hosts", "detect", "--json").stdout
+        return next(h for h in json.loads(out)["hosts"] if h["host"] == "claude-code")
+
+    before = status()
+    assert before["next_command"] == "memwiki install --host claude-code", before
+    assert any("bare `memwiki`" in n for n in before["notes"]), before["notes"]
+    assert home_memwiki("install", "--host", "claude-code").returncode == 0
+    [group] = json.loads(settings.read_text())["hooks"]["UserPromptSubmit"]
+    assert group["hooks"][0]["command"].split()[0].endswith("/memwiki")
+    assert not any("bare `memwiki`" in n for n in status()["notes"])

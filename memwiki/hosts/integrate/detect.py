@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -13,7 +14,7 @@ from typing import Any
 
 from ...config import Config
 from ...errors import MemwikiError
-from ..executable import missing_paths
+from ..executable import NAME, memwiki_executable, missing_paths
 from ..mining import claude_code, generic
 from ..mining.base import HOSTS, get_source, host_api, relative_home_vars
 from ..mining.records import parse_record
@@ -155,7 +156,34 @@ def _stale_paths(host: str, config: Config, target: Path | None) -> list[tuple[s
             continue
         for gone in missing_paths(text or ""):
             stale.append((f"{path} runs {gone}, which no longer exists: run `{fix}` again", fix))
+    if host == claude_code.HOST:
+        stale.extend(_bare_hook(claude_code.settings_file(config), install_fix))
     return stale
+
+
+# The PATH Claude Code's hook may run with (started from a desktop launcher or a service).
+MINIMAL_PATH = "/usr/bin:/bin"
+
+
+def _bare_hook(settings: Path, fix: str) -> list[tuple[str, str]]:
+    # A memwiki before 2026-12-08 installed with `pip install --user` wrote the bare
+    # `memwiki hook claude-code` (its script is not beside python): `not found` on a
+    # minimal PATH. Named only when install would now write an absolute path instead.
+    exe = memwiki_executable()
+    if exe is None or shutil.which(NAME, path=MINIMAL_PATH) is not None:
+        return []
+    try:
+        data = json.loads(read_text(settings) or "{}")
+        commands = claude_settings.hook_commands(data) if isinstance(data, dict) else []
+    except Exception:  # an unreadable settings.json is reported by install, not here
+        return []
+    if not any(c.split()[:1] == [NAME] for c in commands):
+        return []
+    note = (
+        f"{settings} runs a bare `{NAME}`, which a hook started with PATH={MINIMAL_PATH} "
+        f"does not find (this one is {exe}): run `{fix}` again"
+    )
+    return [(note, fix)]
 
 
 def _version_notes(st: HostStatus, host: str, config: Config) -> None:
