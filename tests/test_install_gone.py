@@ -12,6 +12,7 @@ import sysconfig
 from importlib.resources import files
 from pathlib import Path
 
+import pytest
 from conftest import fake_crontab
 
 import memwiki
@@ -25,12 +26,14 @@ def checkout_templates() -> Path:
     return checkout if checkout.is_dir() else Path(str(files("memwiki.templates")))
 
 
-def venv_install(venv: Path) -> Path:
+def venv_install(venv: Path, base: Path | None = None) -> Path:
     """memwiki in a virtualenv of its own, laid out as pip lays it out (the package and its
     templates in site-packages, bin/memwiki); the dependencies come from this test's
     environment. Returns the venv's python."""
     subprocess.run(
-        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60
+        [str(base or sys.executable), "-m", "venv", "--without-pip", str(venv)],
+        check=True,
+        timeout=60,
     )
     python = venv / "bin" / "python"
     site = subprocess.run(
@@ -51,12 +54,12 @@ def venv_install(venv: Path) -> Path:
 class Setup:
     """A private HOME with a stand-in crontab, and a memwiki installed in its own venv."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, base: Path | None = None) -> None:
         self.home = tmp_path / "home"
         (self.home / ".claude").mkdir(parents=True)
         self.bindir, self.table = fake_crontab(tmp_path)
         self.venv = self.home / ".venvs" / "memwiki"
-        self.old = venv_install(self.venv)
+        self.old = venv_install(self.venv, base)
         self.env = {
             **os.environ,
             "HOME": str(self.home),
@@ -152,4 +155,35 @@ def test_the_schedule_of_a_memwiki_that_is_gone_starts_no_agent(tmp_path):
     log = cron_run()
     assert not called.exists(), "an agent was started for a memwiki that is gone"
     [last] = log.splitlines()[-1:]
-    assert "no longer exists" in last and "memwiki schedule --host claude-code --install" in last
+    assert "does not run" in last and "memwiki schedule --host claude-code --install" in last
+
+
+def test_detect_names_a_hook_whose_virtualenv_lost_its_python(tmp_path):
+    """Bug: a Homebrew or pyenv upgrade removes the Python a virtualenv was made with; the
+    venv's bin/memwiki is still there, but its `#!` names that Python, so the hook is
+    `not found` on every prompt while detect, checking only that bin/memwiki exists,
+    said nothing."""
+    pythons = tmp_path / "python"
+    pythons.mkdir()
+    name = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    real = Path(sys.base_prefix) / "bin" / name
+    if not real.is_file():
+        pytest.skip(f"no base python at {real}")
+    (pythons / name).symlink_to(real)
+    setup = Setup(tmp_path, base=pythons / name)
+    setup.memwiki(setup.old, "install", "--host", "claude-code")
+    shutil.rmtree(pythons)
+    assert (setup.venv / "bin" / "memwiki").is_file()
+    command = json.loads((setup.home / ".claude" / "settings.json").read_text())["hooks"][
+        "UserPromptSubmit"
+    ][0]["hooks"][0]["command"]
+    hook = subprocess.run(
+        ["/bin/sh", "-c", command], input="{}", capture_output=True, text=True, timeout=60,
+        env={"HOME": str(setup.home), "PATH": MINIMAL_PATH},
+    )  # fmt: skip
+    assert hook.returncode in (126, 127), hook
+    out = setup.memwiki(Path(sys.executable), "hosts", "detect", "--json").stdout
+    [status] = [h for h in json.loads(out)["hosts"] if h["host"] == "claude-code"]
+    assert status["next_command"] == "memwiki install --host claude-code", status
+    broken = [n for n in status["notes"] if "whose Python" in n]
+    assert len(broken) == 2 and str(setup.venv / "bin" / "python") in broken[0], broken

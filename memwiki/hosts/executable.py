@@ -8,6 +8,7 @@ and every install refreshes it; `hosts detect` warns when a written path has gon
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -76,6 +77,29 @@ def written_paths(text: str) -> list[str]:
     return [a or b for a, b in _ABS.findall(text or "")]
 
 
-def missing_paths(text: str) -> list[str]:
-    """The absolute memwiki paths in text that no longer exist."""
-    return sorted({p for p in written_paths(text) if not Path(p).exists()})
+def broken_paths(text: str) -> dict[str, str]:
+    """The absolute memwiki paths in text that can no longer run, each with why."""
+    found = {}
+    for path in sorted(set(written_paths(text))):
+        why = _why_broken(Path(path))
+        if why is not None:
+            found[path] = why
+    return found
+
+
+def _why_broken(path: Path) -> str | None:
+    if not path.exists():
+        return "which no longer exists"
+    # A virtualenv whose Python was removed (a Homebrew or pyenv upgrade, the Python it was
+    # made with deleted) keeps its scripts, but the `#!` line names that Python: the shell
+    # says `not found` all the same.
+    try:
+        with path.open("rb") as f:
+            first = f.readline(4096)
+    except OSError:  # unreadable here: not for detect to judge
+        return None
+    words = first[2:].split() if first.startswith(b"#!") else []
+    interpreter = Path(os.fsdecode(words[0])) if words else None
+    if interpreter is None or not interpreter.is_absolute() or interpreter.exists():
+        return None
+    return f"whose Python {interpreter} no longer exists"

@@ -14,7 +14,7 @@ from typing import Any
 
 from ...config import Config
 from ...errors import MemwikiError
-from ..executable import NAME, memwiki_executable, missing_paths
+from ..executable import NAME, broken_paths, memwiki_executable
 from ..mining import claude_code, generic
 from ..mining.base import HOSTS, get_source, host_api, relative_home_vars
 from ..mining.records import parse_record
@@ -154,8 +154,8 @@ def _stale_paths(host: str, config: Config, target: Path | None) -> list[tuple[s
             text = read_text(path)
         except Exception:  # unreadable files are reported by install, not here
             continue
-        for gone in missing_paths(text or ""):
-            stale.append((f"{path} runs {gone}, which no longer exists: run `{fix}` again", fix))
+        for gone, why in broken_paths(text or "").items():
+            stale.append((f"{path} runs {gone}, {why}: run `{fix}` again", fix))
     if host == claude_code.HOST:
         stale.extend(_bare_hook(claude_code.settings_file(config), install_fix))
     return stale
