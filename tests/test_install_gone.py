@@ -117,6 +117,16 @@ def test_detect_names_the_fix_for_a_hook_and_schedule_whose_memwiki_is_gone(tmp_
     assert len(gone) == 4, gone  # CLAUDE.md, settings.json, the wrapper, the task prompt
     assert sum("`memwiki schedule --host claude-code --install`" in n for n in gone) == 2
 
+    # doctor, what a person runs when something is wrong, fails on the same files.
+    doctor = subprocess.run(
+        [sys.executable, "-m", "memwiki", "doctor", "--json"], env=setup.env, cwd=home,
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert doctor.returncode == 1, doctor.stderr
+    failed = [c for c in json.loads(doctor.stdout)["checks"] if not c["ok"]]
+    assert [c["name"] for c in failed] == ["hosts"] * 4, failed
+    assert "memwiki install --host claude-code" in failed[0]["detail"]
+
     memwiki(Path(sys.executable), "install", "--host", "claude-code")
     status = detect()
     assert status["next_command"] == "memwiki schedule --host claude-code --install", status

@@ -306,3 +306,21 @@ def detect_hosts(config: Config, path: Path | None = None) -> list[HostStatus]:
     if path is not None:
         statuses.append(generic_status(config, Path(path)))
     return statuses
+
+
+def broken_installs(config: Config) -> list[str]:
+    """Per file install or schedule wrote, a note when the memwiki it runs cannot run."""
+    notes = []
+    for host in HOSTS:
+        if host == "generic":
+            continue
+        try:
+            target = (
+                instruction_target(host, config)
+                if host_api(host).instruction_file(config)
+                else None
+            )
+        except MemwikiError:  # a config memwiki cannot follow: detect says so
+            target = None
+        notes.extend(note for note, _ in _stale_paths(host, config, target))
+    return notes
