@@ -47,6 +47,25 @@ def _script_dirs() -> list[Path]:
     return dirs
 
 
+# Where `uvx memwiki` and `pipx run memwiki` keep the environment they run memwiki from:
+# a cache, emptied by `uv cache clean` (or prune) and by pipx after 14 days unused.
+_TEMPORARY = {
+    ("archive-v0",): "uvx, in uv's cache",
+    ("pipx", ".cache"): "pipx run, in pipx's cache",
+}
+
+
+def temporary_install(path: Path | None = None) -> str | None:
+    """Which cache-held run memwiki is (uvx, pipx run), when its script is in one; else None."""
+    path = memwiki_executable() if path is None else path
+    parts = path.parts if path is not None else ()
+    for marks, what in _TEMPORARY.items():
+        n = len(marks)
+        if any(parts[i : i + n] == marks for i in range(len(parts) - n + 1)):
+            return what
+    return None
+
+
 def memwiki_command() -> str:
     """How written files should call memwiki: the quoted absolute path, else the bare name."""
     exe = memwiki_executable()
