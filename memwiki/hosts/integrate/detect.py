@@ -310,7 +310,7 @@ def detect_hosts(config: Config, path: Path | None = None) -> list[HostStatus]:
 
 def broken_installs(config: Config) -> list[str]:
     """Per file install or schedule wrote, a note when the memwiki it runs cannot run."""
-    notes = []
+    notes: list[str] = []
     for host in HOSTS:
         if host == "generic":
             continue
