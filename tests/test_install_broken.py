@@ -20,7 +20,7 @@ def test_the_hook_of_an_install_missing_a_module_names_it(tmp_path):
     env.update(HOME=str(home), PATH="/usr/bin:/bin", MEMWIKI_DIR=str(tmp_path / "wiki"))
     subprocess.run(
         [str(python), "-m", "memwiki", "init"], env=env, check=True, capture_output=True,
-        timeout=60,
+        timeout=60, cwd=home,  # not this checkout's folder: `-m` imports from the cwd first
     )  # fmt: skip
     # whoosh, as an uninstalled package leaves it: ahead of the real one on sys.path.
     site = next((tmp_path / "venv" / "lib").glob("python*/site-packages"))

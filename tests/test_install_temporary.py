@@ -19,27 +19,39 @@ def install_from(venv: Path, home: Path) -> subprocess.CompletedProcess:
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), PATH="/usr/bin:/bin")
     return subprocess.run(
         [str(python), "-m", "memwiki", "install", "--host", "claude-code"],
-        env=env, capture_output=True, text=True, timeout=60,
+        env=env, capture_output=True, text=True, timeout=60, cwd=home,
     )  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    ("cache", "named"),
-    [(".cache/uv/archive-v0/fmru85QCb0mC", "uvx"), (".local/share/pipx/.cache/0a1b2c", "pipx run")],
+    ("venv", "cache"),
+    [  # as uv 0.9 and pipx 1.8 lay them out
+        (".cache/uv/archive-v0/fmru85QCb0mC", ".cache/uv/archive-v0/fmru85QCb0mC"),
+        (".cache/pipx/be26f46efcac652", ".cache/pipx/be26f46efcac652"),
+    ],
 )
-def test_install_from_a_cached_run_warns_that_the_path_will_go(tmp_path, cache, named):
+def test_install_from_a_cached_run_warns_that_the_path_will_go(tmp_path, venv, cache):
     """Bug: `uvx memwiki install --host claude-code` wrote
     ~/.cache/uv/archive-v0/<hash>/bin/memwiki into settings.json without a word; the next
-    `uv cache clean` (or a uvx of another version) left a hook that fails on every prompt."""
+    `uv cache clean` (or a uvx of another version) left a hook that fails on every prompt.
+    The same for `pipx run` (~/.cache/pipx/<hash>, gone after 14 days unused)."""
     home = tmp_path / "home"
-    done = install_from(home / cache, home)
+    done = install_from(home / venv, home)
     assert done.returncode == 0, done.stderr
     [line] = done.stderr.splitlines()
-    assert line.startswith("memwiki: ") and named in line and "uv tool install" in line, line
-    assert str(home / cache / "bin" / "memwiki") in (home / ".claude" / "settings.json").read_text()
+    assert line.startswith("memwiki: ") and f"the cache {home / cache} " in line, line
+    assert "uv tool install" in line, line
+    assert str(home / venv / "bin" / "memwiki") in (home / ".claude" / "settings.json").read_text()
 
 
-def test_install_from_a_virtualenv_says_nothing_on_stderr(tmp_path):
+@pytest.mark.parametrize(
+    "venv", [".venvs/memwiki", ".local/share/uv/tools/memwiki", ".local/share/pipx/venvs/memwiki"]
+)
+def test_an_installed_memwiki_says_nothing_on_stderr(tmp_path, venv):
+    """A virtualenv, `uv tool install`, `pipx install`: their venvs hold a CACHEDIR.TAG too,
+    and stay."""
     home = tmp_path / "home"
-    done = install_from(home / ".venvs" / "memwiki", home)
+    (home / venv).mkdir(parents=True)
+    (home / venv / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
+    done = install_from(home / venv, home)
     assert done.returncode == 0 and done.stderr == "", done.stderr

@@ -98,12 +98,12 @@ def warn_if_temporary() -> None:
     """One line on stderr when the memwiki written into agents' files lives in a cache."""
     from ..hosts.executable import memwiki_executable, temporary_install
 
-    what = temporary_install()
-    if what is not None:
+    cache = temporary_install()
+    if cache is not None:
         warn(
-            f"{memwiki_executable()} runs from {what}, which deletes it in time: the "
-            "agents' files would then run a memwiki that is gone. Install memwiki "
-            "(`uv tool install`, `pipx install`) and run this again with it"
+            f"{memwiki_executable()} runs from the cache {cache} (uvx, pipx run), which is "
+            "emptied in time: the agents' files would then run a memwiki that is gone. "
+            "Install memwiki (`uv tool install`, `pipx install`) and run this again with it"
         )
 
 

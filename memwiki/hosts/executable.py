@@ -47,22 +47,22 @@ def _script_dirs() -> list[Path]:
     return dirs
 
 
-# Where `uvx memwiki` and `pipx run memwiki` keep the environment they run memwiki from:
-# a cache, emptied by `uv cache clean` (or prune) and by pipx after 14 days unused.
-_TEMPORARY = {
-    ("archive-v0",): "uvx, in uv's cache",
-    ("pipx", ".cache"): "pipx run, in pipx's cache",
-}
+# Where `uvx` and `pipx run` keep the environments they run a tool from: uv's cache
+# (archive-v0, emptied by `uv cache clean` or prune) and pipx's (~/.cache/pipx, macOS
+# ~/Library/Caches/pipx, before pipx 1.5 ~/.local/pipx/.cache; emptied after 14 days
+# unused). A CACHEDIR.TAG cannot tell them: uv and pipx put one in every venv they make.
+_TEMPORARY = (("archive-v0",), (".cache", "pipx"), ("Caches", "pipx"), ("pipx", ".cache"))
 
 
-def temporary_install(path: Path | None = None) -> str | None:
-    """Which cache-held run memwiki is (uvx, pipx run), when its script is in one; else None."""
+def temporary_install(path: Path | None = None) -> Path | None:
+    """The cached environment memwiki runs from (`uvx`, `pipx run`); else None."""
     path = memwiki_executable() if path is None else path
     parts = path.parts if path is not None else ()
-    for marks, what in _TEMPORARY.items():
+    for marks in _TEMPORARY:
         n = len(marks)
-        if any(parts[i : i + n] == marks for i in range(len(parts) - n + 1)):
-            return what
+        for i in range(len(parts) - n):
+            if parts[i : i + n] == marks:
+                return Path(*parts[: i + n + 1])  # through the environment's own folder
     return None
 
 
