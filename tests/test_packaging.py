@@ -49,3 +49,12 @@ def test_every_data_folder_ships_its_files():
         files = [p for p in folder.iterdir() if p.is_file() and p.suffix not in (".py", ".pyc")]
         if files and not any(p.name == "py.typed" for p in files):
             assert name in data, f"{name} holds {files[0].name} but has no package-data"
+
+
+def test_the_version_is_written_once():
+    """Bug: pyproject.toml and memwiki/__init__.py each held "0.1.0"; a wheel built with
+    one bumped installed as 0.1.0+bump1 (pip, pipx list) while `memwiki --version` said
+    0.1.0. The distribution's version is now read from memwiki.__version__."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert "version" not in project and "version" in project.get("dynamic", [])
+    assert _config()["dynamic"]["version"] == {"attr": "memwiki.__version__"}

@@ -84,12 +84,27 @@ def install(
     from ..hosts.integrate.inject import install as do_install
 
     result = do_install(check_host(host), config(), path, dry_run=dry_run, force=force)
+    if not dry_run:
+        warn_if_temporary()
     if as_json:
         emit_json(result.to_dict())
         return
     print_changes(result)
     if host == "claude-code" and result.changed and not dry_run:
         print("restart Claude Code (or review the hook in /hooks) for the hook to take effect")
+
+
+def warn_if_temporary() -> None:
+    """One line on stderr when the memwiki written into agents' files lives in a cache."""
+    from ..hosts.executable import memwiki_executable, temporary_install
+
+    cache = temporary_install()
+    if cache is not None:
+        warn(
+            f"{memwiki_executable()} runs from the cache {cache} (uvx, pipx run), which is "
+            "emptied in time: the agents' files would then run a memwiki that is gone. "
+            "Install memwiki (`uv tool install`, `pipx install`) and run this again with it"
+        )
 
 
 def uninstall(
@@ -143,6 +158,7 @@ def schedule(
                 f"run `memwiki bridge prepare --host {host}`, the jobs and `memwiki bridge "
                 f"commit --host {host}` yourself (docs/hosts.md)"
             ) from None
+        warn_if_temporary()
         client = sched.CLIENT[host]
         if shutil.which(client, path=cfg.host_env.get("PATH")) is None:
             # The entry is installed all the same (the agent may come later), but every

@@ -81,9 +81,14 @@ def reindex(
 
 def doctor(as_json: bool = JSON) -> None:
     """Check the wiki, git, the index and the embedder, and run one live retrieval (exit 1 if broken)."""
-    from ..doctor import run_checks
+    from ..doctor import Check, run_checks
+    from ..hosts.integrate.detect import broken_installs
 
-    checks = run_checks(config())
+    cfg = config()
+    checks = run_checks(cfg)
+    # A hook or schedule running a memwiki that is gone fails on every prompt or every hour;
+    # the wiki layer's checks cannot see agents' files, so the command adds them.
+    checks.extend(Check("hosts", False, note) for note in broken_installs(cfg))
     if as_json:
         emit_json({"ok": all(c.ok for c in checks), "checks": [c.to_dict() for c in checks]})
     else:

@@ -12,6 +12,15 @@ export PATH={{BIN_DIR}}:{{INSTALL_PATH}}:"$HOME/.local/bin:/usr/local/bin:/opt/h
 # The agent's own variables that move its files (config home, state), as they were set
 # where `schedule --install` ran: cron has none of them.
 {{HOME_EXPORTS}}
+# The memwiki this was installed with. Once it cannot run (its virtualenv deleted, a pipx
+# or uv tool uninstalled, the Python it was made with removed) neither can the agent's
+# memwiki commands: no agent is started, hour after hour, for a run that cannot record
+# anything; the log says what to run instead.
+MEMWIKI={{MEMWIKI}}
+if ! "$MEMWIKI" --version >/dev/null 2>&1; then
+    echo "memwiki: $MEMWIKI does not run (gone, or the Python it was installed with is): run \`memwiki schedule --host {{HOST}} --install\` with the memwiki you use now" >&2
+    exit 1
+fi
 PROMPT_FILE={{PROMPT_FILE}}
 LOCK={{LOCK}}
 mkdir -p "$(dirname "$LOCK")"

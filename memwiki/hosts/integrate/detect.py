@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -13,7 +14,7 @@ from typing import Any
 
 from ...config import Config
 from ...errors import MemwikiError
-from ..executable import missing_paths
+from ..executable import NAME, broken_paths, memwiki_executable
 from ..mining import claude_code, generic
 from ..mining.base import HOSTS, get_source, host_api, relative_home_vars
 from ..mining.records import parse_record
@@ -136,26 +137,53 @@ def client_version(host: str, config: Config) -> str | None:
     return match.group(1) if match else None
 
 
-def _path_notes(host: str, config: Config, target: Path | None) -> list[str]:
-    # install wrote absolute paths to memwiki; a moved or deleted virtualenv breaks them.
-    files = [target] if target else []
+def _stale_paths(host: str, config: Config, target: Path | None) -> list[tuple[str, str]]:
+    # install wrote absolute paths to memwiki; a moved or deleted virtualenv (or a pipx/uv
+    # tool uninstalled) breaks them. Each note comes with the command that rewrites it.
+    install_fix = f"memwiki install --host {host}"
+    files = [(target, install_fix)] if target else []
     if host == claude_code.HOST:
-        files.append(claude_code.settings_file(config))
+        files.append((claude_code.settings_file(config), install_fix))
     if host in CLIENT:
-        files.append(bridge_files(host, config).wrapper)
-        files.append(bridge_files(host, config).prompt)
-    notes = []
-    for path in files:
+        schedule_fix = f"memwiki schedule --host {host} --install"
+        files.append((bridge_files(host, config).wrapper, schedule_fix))
+        files.append((bridge_files(host, config).prompt, schedule_fix))
+    stale = []
+    for path, fix in files:
         try:
             text = read_text(path)
         except Exception:  # unreadable files are reported by install, not here
             continue
-        for gone in missing_paths(text or ""):
-            notes.append(
-                f"{path} runs {gone}, which no longer exists: "
-                f"run `memwiki install --host {host}` (and `schedule --install`) again"
-            )
-    return notes
+        for gone, why in broken_paths(text or "").items():
+            stale.append((f"{path} runs {gone}, {why}: run `{fix}` again", fix))
+    if host == claude_code.HOST:
+        stale.extend(_bare_hook(claude_code.settings_file(config), install_fix))
+    return stale
+
+
+# The PATH Claude Code's hook may run with (started from a desktop launcher or a service).
+MINIMAL_PATH = "/usr/bin:/bin"
+
+
+def _bare_hook(settings: Path, fix: str) -> list[tuple[str, str]]:
+    # A memwiki before 2026-12-08 installed with `pip install --user` wrote the bare
+    # `memwiki hook claude-code` (its script is not beside python): `not found` on a
+    # minimal PATH. Named only when install would now write an absolute path instead.
+    exe = memwiki_executable()
+    if exe is None or shutil.which(NAME, path=MINIMAL_PATH) is not None:
+        return []
+    try:
+        data = json.loads(read_text(settings) or "{}")
+        commands = claude_settings.hook_commands(data) if isinstance(data, dict) else []
+    except Exception:  # an unreadable settings.json is reported by install, not here
+        return []
+    if not any(c.split()[:1] == [NAME] for c in commands):
+        return []
+    note = (
+        f"{settings} runs a bare `{NAME}`, which a hook started with PATH={MINIMAL_PATH} "
+        f"does not find (this one is {exe}): run `{fix}` again"
+    )
+    return [(note, fix)]
 
 
 def _version_notes(st: HostStatus, host: str, config: Config) -> None:
@@ -220,7 +248,8 @@ def host_status(host: str, config: Config) -> HostStatus:
         st.notes.append("sessions found, but no conversation record in the newest ones")
     elif st.found and not count:
         st.notes.append(f"no sessions yet: they are mined once {host} has been used")
-    st.notes.extend(_path_notes(host, config, target))
+    stale_paths = _stale_paths(host, config, target)
+    st.notes.extend(note for note, _ in stale_paths)
     for name, value in relative_home_vars(host, config):
         st.notes.append(
             f"{name}={value!r} is not an absolute path: {host} reads it in the folder it "
@@ -228,7 +257,13 @@ def host_status(host: str, config: Config) -> HostStatus:
             "set it to an absolute path"
         )
     _version_notes(st, host, config)
-    st.next_command = f"memwiki install --host {host}" if stale else _next(host, st)
+    # A hook or schedule running a memwiki that is gone fails on every prompt or every
+    # hour: rewriting it comes before mining (next_command was None or `bridge prepare`).
+    fixes = [fix for _, fix in stale_paths]
+    if stale:
+        st.next_command = f"memwiki install --host {host}"
+    else:
+        st.next_command = fixes[0] if fixes else _next(host, st)
     return st
 
 
@@ -271,3 +306,21 @@ def detect_hosts(config: Config, path: Path | None = None) -> list[HostStatus]:
     if path is not None:
         statuses.append(generic_status(config, Path(path)))
     return statuses
+
+
+def broken_installs(config: Config) -> list[str]:
+    """Per file install or schedule wrote, a note when the memwiki it runs cannot run."""
+    notes: list[str] = []
+    for host in HOSTS:
+        if host == "generic":
+            continue
+        try:
+            target = (
+                instruction_target(host, config)
+                if host_api(host).instruction_file(config)
+                else None
+            )
+        except MemwikiError:  # a config memwiki cannot follow: detect says so
+            target = None
+        notes.extend(note for note, _ in _stale_paths(host, config, target))
+    return notes

@@ -221,11 +221,12 @@ def install(
         settings_after = claude_settings.add_hook(
             s_before, str(settings), claude_settings.hook_command(memwiki_command())
         )
-        s_action = (
-            "created"
-            if s_before is None
-            else ("unchanged" if settings_after == s_before else "added")
-        )
+        if s_before is None:
+            s_action = "created"
+        elif settings_after == s_before:
+            s_action = "unchanged"
+        else:  # a hook naming another memwiki (moved, reinstalled) is refreshed in place
+            s_action = "updated" if claude_settings.hook_registered(s_before) else "added"
         result.changes.append(FileChange(str(settings), "settings", s_action))
     # A read-only file among them refuses the whole install before anything is written.
     for change in result.changes:

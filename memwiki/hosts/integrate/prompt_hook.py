@@ -57,6 +57,9 @@ def _describe(exc: BaseException) -> str:
     # arbitrary text (the prompt), so only their type is logged.
     if isinstance(exc, MemwikiError):
         return f"retrieve failed: {exc.message.splitlines()[0][:200]}"
+    if isinstance(exc, ImportError) and exc.name:
+        # A module name is no prompt text, and it says what the installation lacks.
+        return f"retrieve failed: {type(exc).__name__} ({exc.name[:100]}): reinstall memwiki"
     return f"retrieve failed: {type(exc).__name__}"
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,9 +100,8 @@ def bridge_files(host: str, config: Config) -> BridgeFiles:
 
 
 def memwiki_bin() -> Path:
-    """The memwiki executable next to this interpreter (cron has no useful PATH)."""
-    candidate = Path(sys.executable).parent / "memwiki"
-    return candidate if candidate.exists() else Path("memwiki")
+    """The memwiki executable of this installation (cron has no useful PATH)."""
+    return memwiki_executable() or Path("memwiki")
 
 
 def headless_command(host: str, config: Config) -> str:
@@ -131,6 +129,7 @@ def render_wrapper(host: str, config: Config, headless: str | None = None) -> st
     return render(
         template("bridge-wrapper.sh"),
         HOST=host,
+        MEMWIKI=memwiki_command(),
         WIKI=q(str(config.wiki_path)),
         BIN_DIR=q(str(memwiki_bin().parent)) if memwiki_bin().is_absolute() else '"$PATH"',
         INSTALL_PATH=q(config.host_env.get("PATH") or "/usr/bin:/bin"),

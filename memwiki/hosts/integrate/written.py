@@ -57,5 +57,13 @@ def forget(config: Config, name: str, paths: list[Path]) -> None:
     """Drop the entries of these files (uninstall took out what install wrote there)."""
     record = load(config, name)
     dropped = [record.pop(str(p), None) for p in paths]
-    if any(d is not None for d in dropped):
-        save(config, name, record)
+    if record or not path_of(config, name).exists():
+        if any(d is not None for d in dropped):
+            save(config, name, record)
+        return
+    # Nothing left to remember: the file goes, so that uninstalling every host leaves no
+    # record behind (it stayed as `{}`).
+    try:
+        path_of(config, name).unlink(missing_ok=True)
+    except OSError as exc:
+        raise StorageError(f"{path_of(config, name)}: cannot delete: {exc.strerror}") from None
