@@ -219,22 +219,21 @@ def test_a_read_only_wiki_of_ones_own_is_not_called_busy(users_wiki, as_user) ->
     refused first, by .git/objects, and named the same way.)"""
     note = users_wiki / "memory/people.md"
     os.utime(note, (1e9, 1e9))  # the same bytes, other stat facts: the index is written
-    subprocess.run(["chmod", "-R", "a-w", str(users_wiki)], check=True)
-    try:
-        done = as_user("--wiki", users_wiki, "commit")
-    finally:
-        subprocess.run(["chmod", "-R", "u+w", str(users_wiki)], check=True)
-    assert done.returncode == 5 and done.stderr.count("\n") == 1, done.stderr
-    assert "cannot write the git index" in done.stderr, done.stderr
-    assert f"{users_wiki / '.git'} is read-only (`chmod u+w" in done.stderr, done.stderr
+
+    def commit_read_only() -> str:
+        subprocess.run(["chmod", "-R", "a-w", str(users_wiki)], check=True)
+        try:
+            done = as_user("--wiki", users_wiki, "commit")
+        finally:
+            subprocess.run(["chmod", "-R", "u+w", str(users_wiki)], check=True)
+        assert done.returncode == 5 and done.stderr.count("\n") == 1, done.stderr
+        return done.stderr
+
+    said = commit_read_only()
+    assert "cannot write the git index" in said, said
+    assert f"{users_wiki / '.git'} is read-only (`chmod u+w" in said, said
     (users_wiki / "memory/new.md").write_text(NOTE.format(n="new", body="a new note"))
-    subprocess.run(["chmod", "-R", "a-w", str(users_wiki)], check=True)
-    try:
-        done = as_user("--wiki", users_wiki, "commit")
-    finally:
-        subprocess.run(["chmod", "-R", "u+w", str(users_wiki)], check=True)
-    assert done.returncode == 5 and done.stderr.count("\n") == 1, done.stderr
-    assert f"{users_wiki / '.git/objects'} is read-only (`chmod u+w" in done.stderr
+    assert f"{users_wiki / '.git/objects'} is read-only (`chmod u+w" in commit_read_only()
 
 
 def test_a_log_folder_root_owns_does_not_stop_the_vectors_being_built(users_wiki, as_user) -> None:

@@ -265,15 +265,21 @@ def test_naming_what_does_not_exist_is_exit_3(tmp_path, cli):
     assert code == 3 and "no such directory" in err
 
 
-def test_a_note_renamed_differently_on_two_devices_keeps_one_name_and_a_copy(tmp_path):
-    """Bug: both new names were kept as two notes, each reported as "deleted-by-...",
-    and nothing (no conflict copy, no lint problem) pointed at the duplicate."""
+def _renamed_differently(tmp_path):
+    """Devices a and b: each renamed cats.md, a to felines.md (synced), b to kitties.md."""
     _, a, b = _devices(tmp_path, {"memory/cats.md": recall("cats", DOGS)})
     (a.root / "memory/cats.md").unlink()
     write(a.root, "memory/felines.md", recall("felines", DOGS))
     (b.root / "memory/cats.md").unlink()
     write(b.root, "memory/kitties.md", recall("kitties", DOGS + "More from B.\n"))
     syncmod.sync(a, load())
+    return a, b
+
+
+def test_a_note_renamed_differently_on_two_devices_keeps_one_name_and_a_copy(tmp_path):
+    """Bug: both new names were kept as two notes, each reported as "deleted-by-...",
+    and nothing (no conflict copy, no lint problem) pointed at the duplicate."""
+    a, b = _renamed_differently(tmp_path)
     result = syncmod.sync(b, load())
     (conflict,) = result.conflicts
     assert (conflict.kind, conflict.path, conflict.kept) == (
@@ -326,12 +332,7 @@ def test_a_folder_moved_and_edited_against_an_edit_inside_it_merges_as_git_does(
 def test_sync_names_the_other_devices_new_name_of_a_note_renamed_differently(tmp_path, cli):
     """Bug: the report named the kept note and the copy, never the name the other device
     chose, so nobody could tell that `felines` was ever wanted (`other_name`)."""
-    _, a, b = _devices(tmp_path, {"memory/cats.md": recall("cats", DOGS)})
-    (a.root / "memory/cats.md").unlink()
-    write(a.root, "memory/felines.md", recall("felines", DOGS))
-    (b.root / "memory/cats.md").unlink()
-    write(b.root, "memory/kitties.md", recall("kitties", DOGS + "More from B.\n"))
-    syncmod.sync(a, load())
+    a, b = _renamed_differently(tmp_path)
     code, out, err = cli("--wiki", b.root, "sync")
     assert code == 0, err
     (line,) = [x for x in out.splitlines() if x.startswith("conflict")]
