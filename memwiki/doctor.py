@@ -162,14 +162,14 @@ def _remote(wiki, config) -> Check | None:
 
 
 def _index(wiki, config):
-    from .index import manifest as st
+    from .index import freshness
     from .index.indexer import Index
 
     messages: list[str] = []
     index = Index(wiki, config, notify=messages.append)
     try:
         before, problem = index.committed_state()
-        changes, _ = st.scan(wiki.root, before) if before else (None, None)
+        changes, _ = freshness.scan(wiki.root, before) if before else (None, None)
         was = dict(before.embedder or {}) if before else {}
         snap = index.snapshot(need_vectors=True)
     except Exception as exc:

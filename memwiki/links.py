@@ -174,7 +174,7 @@ class LinkCache:
         self.path = path
         # Before any note is read: the racy window of the cache this run writes ends here
         # (stamped at the save, a note read seconds earlier and edited in its mtime tick
-        # was trusted for good, as index/manifest.py's ScanChanges.started_ns says).
+        # was trusted for good, as index/freshness.py's ScanChanges.started_ns says).
         self.opened_ns = time.time_ns()
         self.entries: dict[str, tuple[int, int, Scanned]] = {}
         self.trusted_before = 0

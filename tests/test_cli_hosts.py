@@ -238,6 +238,7 @@ def test_hook_answers_within_budget_on_a_small_wiki(wiki, run_memwiki, bm25_env)
 def test_hook_answers_an_edit_then_writes_it(wiki, run_memwiki, bm25_env):
     # The edit is laid over the index for the answer and committed after it, by a child
     # that holds the writer lock (index/deferred.py).
+    from memwiki.fsutil import file_sha256
     from memwiki.index import manifest as mf
     from memwiki.lock import FileLock
 
@@ -250,7 +251,7 @@ def test_hook_answers_an_edit_then_writes_it(wiki, run_memwiki, bm25_env):
     assert "Release a billing hotfix from main." in context
     FileLock(wiki.root / ".memwiki" / "index.lock", timeout=30).acquire().release()
     state = mf.load(wiki.root / ".memwiki" / "index" / "state.pkl")
-    assert state.files["skill/release-billing-service.md"].sha256 == mf.file_sha256(edited)
+    assert state.files["skill/release-billing-service.md"].sha256 == file_sha256(edited)
     assert hook_log(wiki.root) == []
 
 

@@ -9,15 +9,15 @@ import time
 
 from test_clock_racy import index_of, note
 
-from memwiki.index import manifest
+from memwiki.index import freshness, manifest
 
 DAY = 86_400 * 10**9
 
 
 def hashed(monkeypatch) -> list[str]:
     read: list[str] = []
-    real = manifest.file_sha256
-    monkeypatch.setattr(manifest, "file_sha256", lambda p: read.append(p.name) or real(p))
+    real = freshness.file_sha256
+    monkeypatch.setattr(freshness, "file_sha256", lambda p: read.append(p.name) or real(p))
     return read
 
 
@@ -31,11 +31,11 @@ def test_files_dated_tomorrow_are_hashed_once_not_on_every_scan(wiki, tmp_path, 
     index = index_of(wiki, tmp_path)
     index.update(need_vectors=False)
     read = hashed(monkeypatch)
-    changes, _ = manifest.scan(wiki.root, manifest.load(index.state_path))
+    changes, _ = freshness.scan(wiki.root, manifest.load(index.state_path))
     assert not changes and read == []
     # an edit is seen (a normal write stamps the clock's time)
     note(wiki.root / "memory/n3.md", "edited")
-    changes, _ = manifest.scan(wiki.root, manifest.load(index.state_path))
+    changes, _ = freshness.scan(wiki.root, manifest.load(index.state_path))
     assert changes.changed == ["memory/n3.md"] and read == ["n3.md"]
 
 
@@ -50,5 +50,5 @@ def test_a_share_whose_clock_runs_ahead_keeps_its_racy_edits_seen(wiki, tmp_path
     index.update(need_vectors=False)
     note(path, "narwal")
     os.utime(path, ns=(ahead, ahead))
-    changes, _ = manifest.scan(wiki.root, manifest.load(index.state_path))
+    changes, _ = freshness.scan(wiki.root, manifest.load(index.state_path))
     assert changes.changed == ["memory/alpha.md"]

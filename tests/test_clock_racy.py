@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from memwiki.config import load
-from memwiki.index import manifest, writing
+from memwiki.index import freshness, manifest, writing
 from memwiki.index.indexer import Index
 from memwiki.layout import RACY_NS
 from memwiki.wiki import Wiki
@@ -87,7 +87,7 @@ def test_an_update_of_named_files_keeps_the_racy_window_of_the_others(wiki, tmp_
     note(wiki.root / "memory/beta.md", "again")
     state = manifest.load(index.state_path)
     assert state is not None
-    changes, stats = manifest.scan_paths(wiki.root, state, ["memory/beta.md"])
+    changes, stats = freshness.scan_paths(wiki.root, state, ["memory/beta.md"])
     assert changes.changed == ["memory/beta.md"]
     with index.lock():
         writing.apply(index, state, changes, stats, need_vectors=False)
@@ -128,8 +128,8 @@ def test_files_written_just_before_a_build_leave_the_racy_window_once_read_again
     index_of(wiki, tmp_path).update(need_vectors=False)
     time.sleep(RACY_NS / 1e9 + 0.1)
     read: list[str] = []
-    real = manifest.file_sha256
-    monkeypatch.setattr(manifest, "file_sha256", lambda p: read.append(p.name) or real(p))
+    real = freshness.file_sha256
+    monkeypatch.setattr(freshness, "file_sha256", lambda p: read.append(p.name) or real(p))
     assert found(wiki, tmp_path, "word3") == ["memory/n3.md"]
     assert len(read) == writing.SETTLE_MIN + 6  # read again, found unchanged
     read.clear()

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from test_forkscan import TOPICS, make, write
 
 from memwiki.config import load
+from memwiki.fsutil import file_sha256
 from memwiki.index import bm25, bm25_postings, deferred, forkscan
-from memwiki.index import manifest as mf
 from memwiki.index.bm25_overlay import MemorySegment
 from memwiki.index.chunker import Item
 from memwiki.index.indexer import Index
@@ -164,7 +164,7 @@ def test_the_child_holds_the_writer_lock_until_the_write_is_committed(tmp_path) 
     settle(wiki)
     state = index_of(wiki).committed_state()[0]
     entry = state.files["memory/note-3.md"]
-    assert entry.sha256 == mf.file_sha256(wiki.root / "memory/note-3.md")
+    assert entry.sha256 == file_sha256(wiki.root / "memory/note-3.md")
     assert not deferred._CHILDREN  # reaped
 
 
@@ -220,7 +220,7 @@ def test_a_commit_between_the_answer_and_the_write_is_kept(tmp_path) -> None:
     settle(wiki)
     state = index_of(wiki).committed_state()[0]
     for rel in ("memory/note-6.md", "memory/note-7.md"):
-        assert state.files[rel].sha256 == mf.file_sha256(wiki.root / rel)
+        assert state.files[rel].sha256 == file_sha256(wiki.root / rel)
     assert answer(run(wiki)) == answer(run(twin(wiki, tmp_path / "twin")))
 
 
@@ -248,7 +248,7 @@ def test_a_threaded_caller_leaves_the_write_to_the_background_build(tmp_path) ->
     assert how == "background"
     from memwiki.index import background
 
-    sha = mf.file_sha256(wiki.root / "memory/note-8.md")
+    sha = file_sha256(wiki.root / "memory/note-8.md")
     until = time.monotonic() + 60
     while time.monotonic() < until:  # written by the background build, not by a retrieve
         if index_of(wiki).committed_state()[0].files["memory/note-8.md"].sha256 == sha:
@@ -293,7 +293,7 @@ def test_the_cli_answers_then_writes(tmp_path, run_memwiki) -> None:
     assert first == "## memory/note-2.md"  # the answer holds the edit
     settle(wiki)
     state = index_of(wiki).committed_state()[0]
-    assert state.files["memory/note-2.md"].sha256 == mf.file_sha256(wiki.root / "memory/note-2.md")
+    assert state.files["memory/note-2.md"].sha256 == file_sha256(wiki.root / "memory/note-2.md")
     assert (wiki.sidecar / "logs" / deferred.LOG_NAME).exists()
 
 

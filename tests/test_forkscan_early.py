@@ -23,11 +23,21 @@ from hypothesis import strategies as st
 from test_forkscan import apply_edits, make, write
 
 from memwiki.config import load
-from memwiki.index import forkscan
+from memwiki.index import forkscan, freshness
 from memwiki.index import manifest as mf
 from memwiki.index.indexer import Index
 from memwiki.index.search import retrieve
 from memwiki.wiki import Wiki
+
+
+def count_walks(monkeypatch, walks: list[int]) -> None:
+    """Count every walk of the wiki: the scan's (index/freshness.py) and the writer's."""
+    for module in (mf, freshness):
+        real = module.walk
+        monkeypatch.setattr(
+            module, "walk", lambda *a, _r=real, **kw: walks.append(1) or _r(*a, **kw)
+        )
+
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the forked scan is Linux-only")
 
@@ -122,8 +132,7 @@ def test_the_rest_of_the_findings_is_indexed_without_a_second_walk(
     (wiki.root / "memory/note-4.md").unlink()
     snap = speculative(index)
     walks: list[int] = []
-    real_walk = mf.walk
-    monkeypatch.setattr(mf, "walk", lambda *a, **kw: walks.append(1) or real_walk(*a, **kw))
+    count_walks(monkeypatch, walks)
     early = forkscan.settle(index, snap)
     assert early.pending_scan is not None and early.pending_scan.applied
     final = forkscan.confirm(index, early)
@@ -133,7 +142,7 @@ def test_the_rest_of_the_findings_is_indexed_without_a_second_walk(
     assert "memory/note-4.md" not in files
     for i in (2, 6, 9):
         entry = files[f"memory/note-{i}.md"]
-        assert entry.sha256 == mf.file_sha256(wiki.root / f"memory/note-{i}.md")
+        assert entry.sha256 == freshness.file_sha256(wiki.root / f"memory/note-{i}.md")
     final.close()
     assert no_children()
     assert ranked(wiki) == rebuilt(wiki, tmp_path)
@@ -151,7 +160,7 @@ def test_a_file_changed_again_after_the_childs_look_is_scanned_again(tmp_path, s
     early = forkscan.settle(index, snap)  # indexes the second edit
     final = forkscan.confirm(index, early)  # the child saw the first: not held, scan again
     assert final is not early
-    assert final.state.files["memory/note-3.md"].sha256 == mf.file_sha256(
+    assert final.state.files["memory/note-3.md"].sha256 == freshness.file_sha256(
         wiki.root / "memory/note-3.md"
     )
     final.close()
@@ -169,23 +178,22 @@ def test_a_word_that_comes_while_the_findings_are_awaited_is_read_as_one(
     index = index_of(wiki)
     index.update()
     write(wiki.root, "memory/note-4.md", "zebracorn late in the walk")
-    real_scan = mf.scan
+    real_scan = freshness.scan
 
     def slow(root, state, on_change=None):
         time.sleep(0.3)  # in the child: the parent is waiting by then
         return real_scan(root, state, on_change)
 
-    monkeypatch.setattr(mf, "scan", slow)
+    monkeypatch.setattr(freshness, "scan", slow)
     snap = index.snapshot(need_vectors=True, speculate=True)
     pending = snap.pending_scan
     assert pending is not None and pending._head is None
     walks: list[int] = []
-    real_walk = mf.walk
-    monkeypatch.setattr(mf, "walk", lambda *a, **kw: walks.append(1) or real_walk(*a, **kw))
+    count_walks(monkeypatch, walks)
     final = forkscan.confirm(index, snap)
     assert pending.hint == "memory/note-4.md"
     assert walks == []
-    assert final.state.files["memory/note-4.md"].sha256 == mf.file_sha256(
+    assert final.state.files["memory/note-4.md"].sha256 == freshness.file_sha256(
         wiki.root / "memory/note-4.md"
     )
     final.close()
@@ -208,7 +216,7 @@ def test_a_held_lock_leaves_the_update_to_the_findings(tmp_path, speculating) ->
     threading.Timer(0.3, holder.release).start()
     final = forkscan.settle(index, snap)
     assert final.pending_scan is None and not final.stale
-    assert final.state.files["memory/note-1.md"].sha256 == mf.file_sha256(
+    assert final.state.files["memory/note-1.md"].sha256 == freshness.file_sha256(
         wiki.root / "memory/note-1.md"
     )
     final.close()

@@ -16,9 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_index_segments import assert_equals_rebuild, big_wiki, hash_cfg
 
-from memwiki.index import columns, manifest
+from memwiki.index import columns, freshness, manifest
 from memwiki.index.indexer import Index
 from memwiki.index.search import retrieve
+from memwiki.layout import RACY_NS
 from memwiki.wiki import Wiki
 
 FIXTURE = Path(__file__).parent / "fixtures" / "format11"
@@ -240,15 +241,15 @@ def test_an_unchanged_scan_hashes_only_racy_files(tmp_path, monkeypatch):
     wiki = big_wiki(tmp_path / "w", files=30)
     index = Index(wiki, hash_cfg(wiki.root), notify=lambda m: None)
     state = index.update().state
-    state.written_ns += 10 * manifest.RACY_NS  # every file now well before the manifest
+    state.written_ns += 10 * RACY_NS  # every file now well before the manifest
     hashed: list[Path] = []
-    real = manifest.file_sha256
-    monkeypatch.setattr(manifest, "file_sha256", lambda p: hashed.append(p) or real(p))
-    changes, stats = manifest.scan(wiki.root, state)
+    real = freshness.file_sha256
+    monkeypatch.setattr(freshness, "file_sha256", lambda p: hashed.append(p) or real(p))
+    changes, stats = freshness.scan(wiki.root, state)
     assert not changes and len(stats) == 30 and hashed == []
     target = wiki.root / "memory" / "f004.md"
     target.write_text(target.read_text() + "\nmore\n")
-    changes, _ = manifest.scan(wiki.root, state)
+    changes, _ = freshness.scan(wiki.root, state)
     assert changes.changed == ["memory/f004.md"] and hashed == [target]
 
 

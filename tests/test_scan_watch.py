@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from memwiki.config import load
 from memwiki.fsutil import file_sha256
-from memwiki.index import manifest
+from memwiki.index import freshness, manifest
 from memwiki.index.indexer import Index
 from memwiki.layout import RACY_NS
 from memwiki.wiki import Wiki
@@ -81,8 +81,8 @@ def test_the_scan_finds_what_comparing_every_file_finds(tmp_path_factory, ops):
         else:
             recent_change = True
     told: list[str] = []
-    changes, stats = manifest.scan(wiki.root, state, on_change=told.append)
-    plain, _ = manifest.scan(wiki.root, state)
+    changes, stats = freshness.scan(wiki.root, state, on_change=told.append)
+    plain, _ = freshness.scan(wiki.root, state)
     changed, deleted, touched = reference(wiki.root, state)
     for found in (changes, plain):
         assert sorted(found.changed) == changed

@@ -86,12 +86,12 @@ def reap() -> None:
 
 
 def _complete(index) -> bool:
-    from . import manifest as st
+    from . import freshness
 
     state, problem = index.committed_state()
     if problem is not None:
         return False
-    changes, _ = st.scan(index.root, state)
+    changes, _ = freshness.scan(index.root, state)
     return not changes and not index.vectors_wanted(state)
 
 

@@ -31,6 +31,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from . import manifest as st
+from .freshness import ScanChanges
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -50,7 +51,7 @@ def available() -> bool:
 
 
 def snapshot(
-    index: Index, state: st.State, changes: st.ScanChanges, stats: dict, embed: bool, strict: bool
+    index: Index, state: st.State, changes: ScanChanges, stats: dict, embed: bool, strict: bool
 ) -> Snapshot | None:
     """A snapshot answering from state with the changes laid over, or None: write them first."""
     if state.upgraded or len(changes.changed) + len(changes.deleted) > MAX_FILES:

@@ -41,7 +41,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import freshness
 from . import manifest as st
+from .freshness import ScanChanges
 
 if TYPE_CHECKING:
     from .indexer import Index
@@ -108,7 +110,7 @@ class PendingScan:
             data += chunk
         return data if len(data) == n else None
 
-    def result(self) -> tuple[st.ScanChanges, dict] | None:
+    def result(self) -> tuple[ScanChanges, dict] | None:
         """(changes, stats of the changed and touched files), or None if the child failed."""
         until = time.monotonic() + CHILD_TIMEOUT_S
         ok = False
@@ -209,7 +211,7 @@ def scan_in_child(w: int, root: Path, state: st.State) -> None:
         os.write(w, CHANGED + _LENGTH.pack(len(path)) + path)
         told.append(True)
 
-    changes, stats = st.scan(root, state, on_change=tell)
+    changes, stats = freshness.scan(root, state, on_change=tell)
     if not told:
         os.write(w, NO_HINT)
     wanted = set(changes.changed) | set(changes.touched)
@@ -263,7 +265,7 @@ def early(index: Index, snap: Snapshot) -> Snapshot | None:
     pending = snap.pending_scan
     if pending is None or pending.applied or pending.hint is None:
         return None
-    changes, stats = st.scan_paths(index.root, pending.state, [pending.hint])
+    changes, stats = freshness.scan_paths(index.root, pending.state, [pending.hint])
     if not changes:  # the parent finds it as the manifest has it: nothing to index yet
         pending.applied = True
         return snap
@@ -278,7 +280,7 @@ def early(index: Index, snap: Snapshot) -> Snapshot | None:
     return fresh
 
 
-def covers(state: st.State, hint: str | None, changes: st.ScanChanges, stats: dict) -> bool:
+def covers(state: st.State, hint: str | None, changes: ScanChanges, stats: dict) -> bool:
     """Whether state holds every change the child found: each file as the child saw it.
 
     The child compared the wiki with the state before the early update, which changed
@@ -290,7 +292,7 @@ def covers(state: st.State, hint: str | None, changes: st.ScanChanges, stats: di
     return not _unheld(state, changes, stats)
 
 
-def _unheld(state: st.State, changes: st.ScanChanges, stats: dict) -> list[str]:
+def _unheld(state: st.State, changes: ScanChanges, stats: dict) -> list[str]:
     """The files whose finding state's entry does not match."""
     files = state.files
     out = [rel for rel in changes.deleted if rel in files]
@@ -307,9 +309,9 @@ def _unheld(state: st.State, changes: st.ScanChanges, stats: dict) -> list[str]:
     return out
 
 
-def _rest(changes: st.ScanChanges, hint: str) -> st.ScanChanges:
+def _rest(changes: ScanChanges, hint: str) -> ScanChanges:
     """The findings without the hinted file (which the early update holds)."""
-    return st.ScanChanges(
+    return ScanChanges(
         changed=[rel for rel in changes.changed if rel != hint],
         deleted=list(changes.deleted),
         touched={rel: e for rel, e in changes.touched.items() if rel != hint},
@@ -351,11 +353,11 @@ def confirm(index: Index, snap: Snapshot) -> Snapshot:
     return index.snapshot(need_vectors, inline_limit, deadline, status, prescanned=prescanned)
 
 
-def _only(found: tuple[st.ScanChanges, dict], hint: str) -> tuple[st.ScanChanges, dict]:
+def _only(found: tuple[ScanChanges, dict], hint: str) -> tuple[ScanChanges, dict]:
     """The findings about the hinted file alone."""
     changes, stats = found
     return (
-        st.ScanChanges(
+        ScanChanges(
             changed=[r for r in changes.changed if r == hint],
             touched={r: e for r, e in changes.touched.items() if r == hint},
             hashes={r: h for r, h in changes.hashes.items() if r == hint},

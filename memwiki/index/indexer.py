@@ -11,9 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import StateError, as_storage_error
-from . import bm25, races, segments, writing
+from . import bm25, freshness, races, segments, writing
 from . import manifest as st
 from .embedders import Embedders
+from .freshness import ScanChanges
 from .progressive import too_large_to_wait
 from .snapshot import Snapshot
 from .writing import UpdateReport
@@ -254,7 +255,9 @@ class Index:
                 from .earlyscan import take
 
                 take(self.root, None)
-            changes, stats = pre[1:] if pre and pre[0] is state else st.scan(self.root, state)
+            changes, stats = (
+                pre[1:] if pre and pre[0] is state else freshness.scan(self.root, state)
+            )
             scanned = (state, changes, stats)
             if inline_limit is not None and (large := too_large_to_wait(changes, stats)):
                 self.notify(f"{large}; results may be behind the wiki")  # a background job's
@@ -323,11 +326,11 @@ class Index:
         """Whether a scan finding nothing changed would return the state as it is."""
         if state.upgraded:  # the upgrade is written by the update path
             return False
-        estimate = self._embed_estimate(state, st.ScanChanges())
+        estimate = self._embed_estimate(state, ScanChanges())
         embed = embed and (inline_limit is None or estimate <= inline_limit)
         return not (embed and self._vectors_wanted(state, inline_limit is None))
 
-    def _embed_estimate(self, state: st.State, changes: st.ScanChanges) -> int:
+    def _embed_estimate(self, state: st.State, changes: ScanChanges) -> int:
         """About how many items a vector-complete update would embed now."""
         if not state.vectors_file:
             return len(state.rows) + len(changes.changed) * 5
@@ -411,7 +414,7 @@ class Index:
         if scanned is not None and scanned[0] is state:
             changes, stats = scanned[1], scanned[2]
         else:
-            changes, stats = st.scan(self.root, state)
+            changes, stats = freshness.scan(self.root, state)
         # With files to re-index the embedder is asked for only after they are chunked
         # (writing.apply): a retrieve's vector thread may be loading the model meanwhile.
         edited = bool(changes.changed or changes.deleted)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from . import bm25, bm25_update, segments
 from . import manifest as st
+from .freshness import ScanChanges
 from .reading import read_many, row_of
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ class Prepared:
 
 
 def prepare(
-    index: Index, old: st.State, changes: st.ScanChanges, stats: dict, need_vectors: bool
+    index: Index, old: st.State, changes: ScanChanges, stats: dict, need_vectors: bool
 ) -> Prepared:
     """Everything an update of the changed and deleted files computes before writing."""
     report = UpdateReport()
@@ -164,7 +165,7 @@ def write(index: Index, prepared: Prepared, merge: bool = False) -> UpdateReport
 def apply(
     index: Index,
     old: st.State,
-    changes: st.ScanChanges,
+    changes: ScanChanges,
     stats: dict,
     need_vectors: bool,
     merge: bool = False,
@@ -204,7 +205,7 @@ def _write_vectors(index: Index, old, new, plan, need_vectors, report, items, co
 SETTLE_MIN = 64
 
 
-def settle(index: Index, state: st.State, changes: st.ScanChanges) -> None:
+def settle(index: Index, state: st.State, changes: ScanChanges) -> None:
     """Move state's racy window to the start of a scan that found nothing changed, when
     that takes many files out of it; skipped when another writer holds the lock.
 
