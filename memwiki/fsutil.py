@@ -73,6 +73,40 @@ def is_temp_name(name: str) -> bool:
     return _TEMP_NAME.fullmatch(name) is not None
 
 
+# A write's temporary file this far from now (either way: a clock set back) is a killed
+# writer's; a live one renames it within seconds.
+STALE_TEMP_S = 600
+
+
+def drop_stale_temp(path: str | os.PathLike) -> bool:
+    """Delete path if it is a killed writer's temporary file (is_temp_name's, a regular
+    file older, or newer, than STALE_TEMP_S); True when it did."""
+    import stat
+    import time
+
+    try:
+        info = os.lstat(path)
+        if stat.S_ISREG(info.st_mode) and abs(time.time() - info.st_mtime) > STALE_TEMP_S:
+            os.unlink(path)
+            return True
+    except OSError:  # gone already, or not ours to delete
+        pass
+    return False
+
+
+def remove_stale_temps(directory: str | os.PathLike) -> int:
+    """drop_stale_temp for every temporary file's name in directory; how many went.
+
+    Bug it prevents: each SIGKILLed update or cache write could leave one (a vector
+    segment's, a cache chunk's: up to megabytes) that nothing ever deleted.
+    """
+    try:
+        names = [e.name for e in os.scandir(directory) if e.name.startswith(".")]
+    except OSError:
+        return 0
+    return sum(drop_stale_temp(os.path.join(directory, n)) for n in names if is_temp_name(n))
+
+
 def atomic_write_bytes(path: Path, data: bytes, sync_dir: bool = True) -> None:
     """Write data to path atomically: temp file in the same directory, fsync, rename."""
     with atomic_write(path, sync_dir) as fh:

@@ -45,15 +45,21 @@ def rotate_if_large(path: Path, limit: int | None = None) -> bool:
         os.close(fd)
 
 
+def open_log(path: Path, limit: int | None = None) -> int:
+    """A descriptor appending to the log at path (made with its folder if missing), rotated
+    first when full; OSError when the folder refuses (a read-only or root-owned sidecar)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rotate_if_large(path, limit)
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)  # less the umask
+
+
 def append_line(path: Path, line: str, limit: int | None = None) -> None:
     """Append one line to the log at path (made with its folder if missing), rotated first when full.
 
     One write(2) with O_APPEND: lines of processes appending at once never interleave.
     """
-    path = Path(path)
-    rotate_if_large(path, limit)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    fd = open_log(path, limit)
     try:
         os.write(fd, (line.rstrip("\n") + "\n").encode("utf-8", "replace"))
     finally:

@@ -12,7 +12,7 @@ import os
 import time
 
 from memwiki.embed import prepared
-from memwiki.git import repo as gitstore
+from memwiki.fsutil import STALE_TEMP_S
 
 DAY = 86400
 
@@ -33,7 +33,7 @@ def test_a_killed_writes_temporary_file_dated_in_the_future_is_deleted_by_a_comm
     assert result.created == ["memory/note.md"]
     assert not stale.exists()  # before: kept for ever
     assert young.exists()
-    assert gitstore.STALE_TEMP_S < DAY
+    assert STALE_TEMP_S < DAY
 
 
 def test_a_dead_preparers_folder_dated_in_the_future_is_removed(tmp_path):

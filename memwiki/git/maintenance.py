@@ -128,7 +128,7 @@ def start(common: Path) -> bool:
     an flock), so no second gc can start in the moment before the child runs.
     """
     from ..config import repository_free_env
-    from ..logfile import rotate_if_large
+    from ..logfile import open_log
 
     sidecar = _sidecar(common)
     if sidecar is None:
@@ -138,17 +138,18 @@ def start(common: Path) -> bool:
             return False
     except OSError:
         pass
-    fd = os.open(sidecar / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(sidecar / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)  # less the umask
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False  # a gc is running
-        log = sidecar / LOGS / LOG_NAME
-        log.parent.mkdir(parents=True, exist_ok=True)
-        rotate_if_large(log)
         root = common.parent
-        with open(log, "ab") as out:
+        try:
+            out = open_log(sidecar / LOGS / LOG_NAME)
+        except OSError:  # a log folder another user owns: the gc runs all the same
+            out = os.open(os.devnull, os.O_WRONLY)
+        try:
             _STARTED.append(
                 subprocess.Popen(
                     [sys.executable, "-m", "memwiki.git.maintenance", str(root), str(fd)],
@@ -163,6 +164,8 @@ def start(common: Path) -> bool:
                     pass_fds=(fd,),  # gc.lock, and nothing else: the write lock stays ours
                 )
             )
+        finally:
+            os.close(out)
         return True
     finally:
         os.close(fd)  # the child's copy holds the lock until it exits

@@ -9,7 +9,7 @@ from pathlib import Path
 import pygit2
 
 from ..errors import StorageError, libgit2_refused
-from ..fsutil import is_temp_name
+from ..fsutil import drop_stale_temp, is_temp_name
 from ..owners import refused_text
 from .changes import Change, Changes, classify, commit_message
 from .gitlocks import MOVED, GitBusy, HeadMoved, retry_moved, wait_for_git
@@ -93,21 +93,6 @@ def is_private(path: str) -> bool:
 # renames it within milliseconds): the next commit deletes it. Younger ones are left alone,
 # since another process's write may be in flight (doctor names them meanwhile). abs: one
 # dated in the future (a clock set back) stayed for ever.
-STALE_TEMP_S = 600
-
-
-def _drop_stale_temp(path: Path) -> None:
-    import stat
-    import time
-
-    try:
-        info = path.lstat()
-        if stat.S_ISREG(info.st_mode) and abs(time.time() - info.st_mtime) > STALE_TEMP_S:
-            path.unlink()
-    except OSError:  # gone already, or not ours to delete: commit goes on without it
-        pass
-
-
 def _drop_private(index: pygit2.Index) -> None:
     """Untrack anything under .memwiki/ that an old tool or a plain `git add -A` staged."""
     for path in [e.path for e in index if is_private(e.path)]:
@@ -200,7 +185,7 @@ def stage_all(
     for path, flags in (read_status(repo) if status is None else status).items():
         if flags & pygit2.GIT_STATUS_IGNORED or path in skip or is_private(path):
             if flags & pygit2.GIT_STATUS_WT_NEW and is_temp_name(path.rsplit("/", 1)[-1]):
-                _drop_stale_temp(workdir / path)
+                drop_stale_temp(workdir / path)
             continue
         new = flags & pygit2.GIT_STATUS_WT_NEW
         if new and (never := never_staged(path)) is not None:

@@ -41,18 +41,14 @@ def start(wiki_root: Path, sidecar: Path) -> bool:
     """Start the background build unless one is running; True when a process was started."""
     if running(sidecar):
         return False
-    log = log_path(sidecar)
     reap()
-    from ..logfile import rotate_if_large
+    from ..logfile import open_log
 
     try:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        rotate_if_large(log)
-        with open(log, "ab"):
-            pass
+        out = open_log(log_path(sidecar))
     except OSError:  # a log folder root owns (one `sudo memwiki`): the vectors were never
-        log = Path(os.devnull)  # built, each answer saying "vectors are being built"
-    with open(log, "ab") as out:
+        out = os.open(os.devnull, os.O_WRONLY)  # built, each answer saying "being built"
+    try:
         _STARTED.append(
             subprocess.Popen(
                 [
@@ -71,6 +67,8 @@ def start(wiki_root: Path, sidecar: Path) -> bool:
                 close_fds=True,
             )
         )
+    finally:
+        os.close(out)
     return True
 
 

@@ -185,14 +185,11 @@ def _detach(index: Index) -> None:
     """Point stdin and stdout at /dev/null and stderr at the log: the caller may be reading a pipe."""
     # Not background.log_path: that module imports subprocess, ~10 ms of the writer's time.
     from ..layout import LOGS
-    from ..logfile import rotate_if_large
+    from ..logfile import open_log
 
-    log = index.wiki.sidecar / LOGS / LOG_NAME
     null = os.open(os.devnull, os.O_RDWR)
     try:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        rotate_if_large(log)
-        out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)  # less the umask
+        out = open_log(index.wiki.sidecar / LOGS / LOG_NAME)
     except OSError:  # a read-only sidecar: its failure said nowhere rather than after the
         out = os.dup(null)  # caller's answer, on the terminal or in the agent's output
     os.dup2(null, 0)

@@ -184,7 +184,7 @@ class EmbeddingCache:
         chunk keeps the newest of each). Merging everything rewrote the whole cache
         every MAX_CHUNKS updates, on a reader's path: 250 ms for 30,000 cached vectors.
         """
-        from .segments import remove_stale_temps
+        from ..fsutil import remove_stale_temps
 
         remove_stale_temps(self.directory)  # a killed writer's chunk, never finished
         old = self._chunks()

@@ -151,37 +151,6 @@ def cleanup(directory: Path, state: st.State, old: st.State | None) -> None:
     for path in directory.glob("bm25-*"):
         if path.name != state.bm25_dir and path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
+    from ..fsutil import remove_stale_temps
+
     remove_stale_temps(directory)
-
-
-# A write's temporary file this far from now (either way: a clock set back) is a killed
-# writer's; a live one renames it within seconds.
-STALE_TEMP_S = 600
-
-
-def remove_stale_temps(directory: Path) -> int:
-    """Delete the temporary files killed writers left in directory (atomic_write's); how many.
-
-    Bug it prevents: each SIGKILLed update or cache write could leave one (a vector
-    segment's, a cache chunk's: up to megabytes) that nothing ever deleted.
-    """
-    import time
-
-    from ..fsutil import is_temp_name
-
-    now, removed = time.time(), 0
-    try:
-        entries = list(os.scandir(directory))
-    except OSError:
-        return 0
-    for entry in entries:
-        if not entry.name.startswith(".") or not is_temp_name(entry.name):
-            continue
-        try:
-            age = abs(now - entry.stat(follow_symlinks=False).st_mtime)
-            if entry.is_file(follow_symlinks=False) and age > STALE_TEMP_S:
-                os.unlink(entry.path)
-                removed += 1
-        except OSError:
-            continue
-    return removed
