@@ -78,7 +78,7 @@ def is_temp_name(name: str) -> bool:
 STALE_TEMP_S = 600
 
 
-def drop_stale_temp(path: str | os.PathLike) -> bool:
+def drop_stale_temp(path: str | os.PathLike[str]) -> bool:
     """Delete path if it is a killed writer's temporary file (is_temp_name's, a regular
     file older, or newer, than STALE_TEMP_S); True when it did."""
     import stat
@@ -94,17 +94,18 @@ def drop_stale_temp(path: str | os.PathLike) -> bool:
     return False
 
 
-def remove_stale_temps(directory: str | os.PathLike) -> int:
+def remove_stale_temps(directory: str | os.PathLike[str]) -> int:
     """drop_stale_temp for every temporary file's name in directory; how many went.
 
     Bug it prevents: each SIGKILLed update or cache write could leave one (a vector
     segment's, a cache chunk's: up to megabytes) that nothing ever deleted.
     """
+    folder = os.fspath(directory)
     try:
-        names = [e.name for e in os.scandir(directory) if e.name.startswith(".")]
+        names = [e.name for e in os.scandir(folder) if e.name.startswith(".")]
     except OSError:
         return 0
-    return sum(drop_stale_temp(os.path.join(directory, n)) for n in names if is_temp_name(n))
+    return sum(drop_stale_temp(os.path.join(folder, n)) for n in names if is_temp_name(n))
 
 
 def atomic_write_bytes(path: Path, data: bytes, sync_dir: bool = True) -> None:
