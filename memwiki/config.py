@@ -118,14 +118,17 @@ class Config:
             return None
         if value:
             return self.home / value[2:] if value.startswith("~/") else Path(value)
-        base = self.host_env.get("XDG_CACHE_HOME") or str(self.home / ".cache")
-        return Path(base) / "memwiki" / "models"
+        return self._user_cache / "models"
 
     @property
     def private_sidecars_dir(self) -> Path:
         """$XDG_CACHE_HOME/memwiki/sidecars: the indexes of wikis this user cannot write."""
-        base = self.host_env.get("XDG_CACHE_HOME") or str(self.home / ".cache")
-        return Path(base) / "memwiki" / "sidecars"
+        return self._user_cache / "sidecars"
+
+    @property
+    def _user_cache(self) -> Path:
+        """$XDG_CACHE_HOME/memwiki (~/.cache/memwiki when it is not set)."""
+        return Path(self.host_env.get("XDG_CACHE_HOME") or str(self.home / ".cache")) / "memwiki"
 
     @property
     def git_token(self) -> str | None:
